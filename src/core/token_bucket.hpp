@@ -1,0 +1,87 @@
+/*
+ * src/core/token_bucket.hpp
+ *
+ * The token-bucket algebra: pure C++17 value types and noexcept functions.
+ * No PostgreSQL, no heap, no clock: the caller passes the time in.
+ *
+ * A bucket holds `tokens` (at most `burst`; negative while reserved debt is
+ * outstanding) and the microsecond `stamp` up to which refill has been
+ * credited.  Refill is continuous and lazy: tokens += rate * elapsed, capped
+ * at burst.  Fractional tokens are kept; the stamp only ever moves forward,
+ * so a clock that steps back pauses refill instead of minting tokens.
+ */
+#ifndef RATELIMIT_CORE_TOKEN_BUCKET_HPP
+#define RATELIMIT_CORE_TOKEN_BUCKET_HPP
+
+#include <cstdint>
+
+namespace ratelimit::core {
+
+/* Why a request cannot be evaluated.  kOk means it can. */
+enum class Status : int {
+	kOk = 0,
+	kCostInvalid,		 /* cost is NaN, infinite or negative */
+	kRateInvalid,		 /* rate is NaN, infinite or negative */
+	kBurstInvalid,		 /* burst is NaN, infinite, zero or negative */
+	kMaxReservedInvalid, /* max_reserved is NaN, infinite or negative */
+	kCostExceedsBurst,	 /* cost > burst and no reservation: can never succeed */
+	kCostExceedsDebtCap	 /* reservation: cost > burst + max_reserved, likewise */
+};
+
+/* The limit: `rate` tokens per second (0 = never refills), `burst` capacity. */
+struct Limit {
+	double rate;
+	double burst;
+};
+
+/* One call: take `cost` tokens (0 = look only).  With `reserve` the bucket may
+ * go negative, by at most `max_reserved` when `debt_capped`. */
+struct Request {
+	double cost;
+	bool reserve;
+	bool debt_capped;
+	double max_reserved;
+};
+
+/* Stored state of one bucket. */
+struct Bucket {
+	double tokens;
+	std::int64_t stamp_us;
+};
+
+/* The answer to one call. */
+struct Decision {
+	bool allowed;
+	bool write;			/* granted with cost > 0: `next` must be stored */
+	double remaining;	/* tokens after the call (negative = reserved debt) */
+	double retry_after; /* s: denied: until the same call succeeds; reserved: until
+						   the work may start; otherwise 0.  +inf if never. */
+	double reset_after; /* s until the bucket is full again; +inf if never */
+	Bucket next;		/* state after the call */
+};
+
+constexpr std::int64_t kMicrosPerSecond = 1000000;
+
+/* Checks the numbers of a call; everything else requires kOk. */
+Status Validate(const Limit &limit, const Request &request) noexcept;
+
+/* A bucket seen for the first time: full at `now_us`. */
+Bucket FullBucket(const Limit &limit, std::int64_t now_us) noexcept;
+
+/* Credits refill up to `now_us`.  Elapsed <= 0 adds nothing and keeps the
+ * stamp; tokens never exceed burst (a lowered burst caps at once). */
+Bucket Refill(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept;
+
+/* Refills `stored` to `now_us` and decides the request.  A denial leaves the
+ * stored state as it is (write == false).  Requires Validate() == kOk. */
+Decision Decide(const Bucket &stored, const Limit &limit, const Request &request,
+				std::int64_t now_us) noexcept;
+
+/* Seconds until `tokens` has refilled to `target` at `rate`, rounded up to
+ * whole microseconds so that waiting that long is always enough: 0 when
+ * already there, +inf when rate is 0. */
+double SecondsUntil(double tokens, double target, double rate) noexcept;
+
+} /* namespace ratelimit::core */
+
+#endif

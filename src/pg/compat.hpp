@@ -1,0 +1,77 @@
+/*
+ * src/pg/compat.hpp
+ *
+ * Every PostgreSQL-version difference the boundary depends on, behind
+ * PG_VERSION_NUM guards.  Supported: 13 to 18.  Nothing outside this file
+ * tests PG_VERSION_NUM.
+ */
+#ifndef RATELIMIT_PG_COMPAT_HPP
+#define RATELIMIT_PG_COMPAT_HPP
+
+#if PG_VERSION_NUM < 130000 || PG_VERSION_NUM >= 190000
+#error "ratelimit supports PostgreSQL 13 to 18"
+#endif
+
+/* 18 added an instrumentation argument to index_beginscan. */
+#if PG_VERSION_NUM >= 180000
+#define RlIndexBeginScan(heap, index, snapshot, nkeys) \
+	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), 0)
+#else
+#define RlIndexBeginScan(heap, index, snapshot, nkeys) \
+	index_beginscan((heap), (index), (snapshot), (nkeys), 0)
+#endif
+
+/* 14 added the indexUnchanged hint (enables bottom-up deletion in btree). */
+#if PG_VERSION_NUM >= 140000
+#define RlIndexInsert(index, values, isnull, tid, heap, unchanged, info) \
+	index_insert((index), (values), (isnull), (tid), (heap), UNIQUE_CHECK_YES, (unchanged), (info))
+#else
+#define RlIndexInsert(index, values, isnull, tid, heap, unchanged, info) \
+	index_insert((index), (values), (isnull), (tid), (heap), UNIQUE_CHECK_YES, (info))
+#endif
+
+/* 17 asks callers to release per-statement index-insert state. */
+#if PG_VERSION_NUM >= 170000
+#define RlIndexInsertCleanup(index, info) index_insert_cleanup((index), (info))
+#else
+#define RlIndexInsertCleanup(index, info) ((void) 0)
+#endif
+
+/*
+ * heap_update: 16 replaced "is the new tuple heap-only" with a TU_UpdateIndexes
+ * result.  RlHeapUpdate returns the TM_Result and sets *needs_index to whether
+ * the new version needs an index entry.
+ */
+static inline TM_Result
+RlHeapUpdate(Relation rel, ItemPointer otid, HeapTuple newtup, CommandId cid,
+			 TM_FailureData *tmfd, bool *needs_index)
+{
+	LockTupleMode lockmode;
+#if PG_VERSION_NUM >= 160000
+	TU_UpdateIndexes update_indexes = TU_None;
+	TM_Result result = heap_update(rel, otid, newtup, cid, InvalidSnapshot, true, tmfd,
+								   &lockmode, &update_indexes);
+	*needs_index = (update_indexes == TU_All); /* btree is never summarizing */
+#else
+	TM_Result result =
+		heap_update(rel, otid, newtup, cid, InvalidSnapshot, true, tmfd, &lockmode);
+	*needs_index = !HeapTupleIsHeapOnly(newtup);
+#endif
+	return result;
+}
+
+/* 15 replaced EmitWarningsOnPlaceholders with MarkGUCPrefixReserved. */
+#if PG_VERSION_NUM >= 150000
+#define RlReserveGucPrefix(prefix) MarkGUCPrefixReserved(prefix)
+#else
+#define RlReserveGucPrefix(prefix) EmitWarningsOnPlaceholders(prefix)
+#endif
+
+/* 18 records the module's name and version in its magic block. */
+#if PG_VERSION_NUM >= 180000
+#define RlModuleMagic() PG_MODULE_MAGIC_EXT(.name = "ratelimit", .version = "0.1.0")
+#else
+#define RlModuleMagic() PG_MODULE_MAGIC
+#endif
+
+#endif

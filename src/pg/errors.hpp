@@ -1,0 +1,43 @@
+/*
+ * src/pg/errors.hpp
+ *
+ * Every user-facing error of the extension, in one place: core statuses and
+ * boundary checks mapped to SQLSTATE, message, detail and hint.  All of these
+ * raise ERROR and do not return.  A denied request is a result, not an error.
+ */
+#ifndef RATELIMIT_PG_ERRORS_HPP
+#define RATELIMIT_PG_ERRORS_HPP
+
+#include "pg/pg_includes.hpp"
+
+#include "core/token_bucket.hpp"
+
+namespace ratelimit::pg {
+
+/* Limits on the key columns, well under a btree entry's maximum size. */
+constexpr int kMaxNameBytes = 256;
+constexpr int kMaxKeyBytes = 1024;
+
+/* Raises the error for a core status other than kOk. */
+[[noreturn]] void ReportInvalidRequest(core::Status status, const core::Limit &limit,
+									   const core::Request &request);
+
+/* 22004: `argument` of `function` was NULL. */
+[[noreturn]] void ReportNullArgument(const char *function, const char *argument);
+
+/* 22023 / 54000: an empty or over-long name, an over-long key. */
+[[noreturn]] void ReportEmptyName();
+[[noreturn]] void ReportTooLong(const char *what, int bytes, int max_bytes);
+
+/* 25006 / 0A000: the transaction or server cannot run `function`. */
+[[noreturn]] void ReportReadOnly(const char *function);
+[[noreturn]] void ReportRecovery(const char *function);
+[[noreturn]] void ReportParallelMode(const char *function);
+
+/* 55000: the state table is missing or no longer has the expected shape. */
+[[noreturn]] void ReportStateTableMissing();
+[[noreturn]] void ReportStateTableAltered(const char *why);
+
+} /* namespace ratelimit::pg */
+
+#endif

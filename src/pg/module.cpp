@@ -1,0 +1,24 @@
+/*
+ * src/pg/module.cpp
+ *
+ * Module registration: the magic block and _PG_init, which defines the
+ * extension's settings and its relcache callback.
+ */
+#include "pg/pg_includes.hpp"
+
+#include "pg/clock.hpp"
+#include "pg/storage.hpp"
+
+extern "C" {
+RlModuleMagic();
+
+PGDLLEXPORT void _PG_init(void);
+}
+
+void
+_PG_init(void)
+{
+	ratelimit::pg::DefineClockSettings();
+	RlReserveGucPrefix("ratelimit");
+	ratelimit::pg::RegisterStorageCallbacks();
+}

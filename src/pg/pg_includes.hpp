@@ -1,0 +1,51 @@
+/*
+ * src/pg/pg_includes.hpp
+ *
+ * The one place the boundary includes PostgreSQL headers.  They are C
+ * headers, so they are wrapped in extern "C".  Every file in src/pg includes
+ * this first (postgres.h must come before anything else).
+ */
+#ifndef RATELIMIT_PG_INCLUDES_HPP
+#define RATELIMIT_PG_INCLUDES_HPP
+
+extern "C" {
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/index.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am_d.h"
+#include "catalog/pg_collation_d.h"
+#include "catalog/pg_type_d.h"
+#include "common/hashfn.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/execnodes.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/float.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+}
+
+#include "pg/compat.hpp"
+
+#endif

@@ -1,0 +1,413 @@
+/*
+ * src/pg/storage.cpp
+ *
+ * Bucket state in ratelimit.buckets, accessed the way logical replication's
+ * apply worker accesses tables: a primary-key lookup with a dirty snapshot,
+ * table_tuple_lock() on the latest version, heap_update()/heap_insert()/
+ * heap_delete() and index_insert() by hand.  No SPI and no executor: that is
+ * both what makes a call cheap and what keeps it free of serialization
+ * failures at REPEATABLE READ and SERIALIZABLE, because every call works on
+ * the latest committed version of its row, never on the caller's snapshot.
+ *
+ * Locking rules
+ * - Relations: a check takes AccessShareLock, a take or reset
+ *   RowExclusiveLock, on the table and its index, held to transaction end.
+ * - A grant (or a reset) locks the row's latest version with
+ *   LockTupleNoKeyExclusive and TUPLE_LOCK_FLAG_FIND_LAST_VERSION, waiting
+ *   for any in-flight writer, then reads the clock and decides again on what
+ *   it locked.  The lock and the new version belong to the caller's
+ *   (sub)transaction, so ROLLBACK refunds and a second taker waits for the
+ *   first to end.
+ * - A denial is decided on the latest committed version without locking or
+ *   writing: any in-flight writer can only leave fewer tokens, or, if it
+ *   resets the bucket, be ordered after this call.  A check or a cost-0 look
+ *   that would be granted waits for an in-flight writer first, so it answers
+ *   what a take would.
+ * - A key's first row is inserted under an exclusive transaction-scoped
+ *   advisory lock on hash(name, key) (lock class kNewKeyLockClass, shown in
+ *   pg_locks as objsubid 21068), re-checked after the lock is granted: two
+ *   first calls never race into a unique violation.
+ * - After any write, CommandCounterIncrement() so that the next call in the
+ *   same statement sees, and can lock, the new version.
+ * The direct path bypasses triggers, constraints, RLS and other indexes, so
+ * the table's shape is verified once per relcache generation.
+ */
+#include "pg/storage.hpp"
+
+#include "pg/clock.hpp"
+#include "pg/errors.hpp"
+
+namespace ratelimit::pg {
+
+namespace {
+
+constexpr const char *kStateSchema = "ratelimit";
+constexpr const char *kStateTable = "buckets";
+
+/* Column numbers of ratelimit.buckets. */
+constexpr AttrNumber kAttName = 1;
+constexpr AttrNumber kAttKey = 2;
+constexpr AttrNumber kAttTokens = 3;
+constexpr AttrNumber kAttStamp = 4;
+constexpr int kNatts = 4;
+
+/* Advisory lock class (LOCKTAG field4) private to the extension: "RL". */
+constexpr uint16 kNewKeyLockClass = 0x524C;
+
+/* Relation OIDs and the index's IndexInfo, valid until a relcache
+ * invalidation touches either relation. */
+struct StateRelations {
+	bool valid;
+	Oid heap_oid;
+	Oid index_oid;
+	IndexInfo *index_info; /* allocated in context */
+	MemoryContext context;
+};
+
+StateRelations state_relations = {false, InvalidOid, InvalidOid, NULL, NULL};
+
+void
+InvalidateStateRelations(Datum, Oid relid)
+{
+	if (!OidIsValid(relid) || relid == state_relations.heap_oid ||
+		relid == state_relations.index_oid)
+		state_relations.valid = false;
+}
+
+/* Verifies what the direct path relies on; returns the primary key's OID. */
+Oid
+CheckStateTable(Relation heap)
+{
+	static const Oid kTypes[kNatts] = {TEXTOID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID};
+	TupleDesc desc = RelationGetDescr(heap);
+
+	if (heap->rd_rel->relkind != RELKIND_RELATION || heap->rd_rel->relam != HEAP_TABLE_AM_OID)
+		ReportStateTableAltered("is no longer a plain heap table");
+	if (heap->trigdesc != NULL)
+		ReportStateTableAltered("has triggers");
+	if (heap->rd_rel->relrowsecurity)
+		ReportStateTableAltered("has row-level security enabled");
+	if (desc->constr != NULL && desc->constr->num_check > 0)
+		ReportStateTableAltered("has check constraints");
+	if (desc->natts != kNatts)
+		ReportStateTableAltered("has columns added or dropped");
+	for (int i = 0; i < kNatts; i++) {
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		if (att->attisdropped || att->atttypid != kTypes[i] || !att->attnotnull ||
+			(att->atttypid == TEXTOID && att->attcollation != C_COLLATION_OID))
+			ReportStateTableAltered("has columns of other types or collations");
+	}
+
+	List *indexes = RelationGetIndexList(heap);
+	if (list_length(indexes) != 1)
+		ReportStateTableAltered("has indexes other than its primary key");
+	Oid index_oid = linitial_oid(indexes);
+	list_free(indexes);
+	return index_oid;
+}
+
+void
+CheckStateIndex(Relation index)
+{
+	Form_pg_index form = index->rd_index;
+	if (index->rd_rel->relam != BTREE_AM_OID || !form->indisunique || !form->indimmediate ||
+		!form->indisvalid || form->indnatts != 2 || form->indnkeyatts != 2 ||
+		form->indkey.values[0] != kAttName || form->indkey.values[1] != kAttKey ||
+		index->rd_indcollation[0] != C_COLLATION_OID ||
+		index->rd_indcollation[1] != C_COLLATION_OID ||
+		RelationGetIndexExpressions(index) != NIL || RelationGetIndexPredicate(index) != NIL)
+		ReportStateTableAltered("has a changed primary key");
+}
+
+/* Looks the relations up by name, verifies them and caches what calls need. */
+void
+LoadStateRelations(LOCKMODE mode)
+{
+	Oid schema = get_namespace_oid(kStateSchema, true);
+	Oid heap_oid = OidIsValid(schema) ? get_relname_relid(kStateTable, schema) : InvalidOid;
+	if (!OidIsValid(heap_oid))
+		ReportStateTableMissing();
+
+	Relation heap = table_open(heap_oid, mode);
+	Oid index_oid = CheckStateTable(heap);
+	Relation index = index_open(index_oid, mode);
+	CheckStateIndex(index);
+
+	if (state_relations.context == NULL)
+		state_relations.context = AllocSetContextCreate(
+			TopMemoryContext, "ratelimit state relations", ALLOCSET_SMALL_SIZES);
+	else
+		MemoryContextReset(state_relations.context);
+	MemoryContext old = MemoryContextSwitchTo(state_relations.context);
+	state_relations.index_info = BuildIndexInfo(index);
+	MemoryContextSwitchTo(old);
+
+	state_relations.heap_oid = heap_oid;
+	state_relations.index_oid = index_oid;
+	state_relations.valid = true;
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+}
+
+/* Opens the table and its index, (re)validating them if anything changed. */
+void
+OpenStateRelations(LOCKMODE mode, Relation *heap, Relation *index)
+{
+	for (;;) {
+		if (!state_relations.valid)
+			LoadStateRelations(mode);
+		*heap = table_open(state_relations.heap_oid, mode);
+		*index = index_open(state_relations.index_oid, mode);
+		/* Taking the locks may have processed an invalidation: re-verify. */
+		if (state_relations.valid)
+			return;
+		index_close(*index, NoLock);
+		table_close(*heap, NoLock);
+	}
+}
+
+void
+CloseStateRelations(Relation heap, Relation index)
+{
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+}
+
+void
+InitBucketKeys(ScanKeyData *keys, text *name, text *key)
+{
+	ScanKeyEntryInitialize(&keys[0], 0, kAttName, BTEqualStrategyNumber, InvalidOid,
+						   C_COLLATION_OID, F_TEXTEQ, PointerGetDatum(name));
+	ScanKeyEntryInitialize(&keys[1], 0, kAttKey, BTEqualStrategyNumber, InvalidOid,
+						   C_COLLATION_OID, F_TEXTEQ, PointerGetDatum(key));
+}
+
+/* Finds the row's version visible to a dirty snapshot: the latest committed
+ * one, or one being inserted (dirty->xmin set) or replaced (dirty->xmax set)
+ * by a transaction still in progress, or our own latest. */
+bool
+FindBucket(Relation heap, Relation index, ScanKeyData *keys, Snapshot dirty,
+		   TupleTableSlot *slot)
+{
+	IndexScanDesc scan = RlIndexBeginScan(heap, index, dirty, 2);
+	index_rescan(scan, keys, 2, NULL, 0);
+	bool found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	return found;
+}
+
+core::Bucket
+ReadBucket(TupleTableSlot *slot)
+{
+	bool isnull;
+	double tokens = DatumGetFloat8(slot_getattr(slot, kAttTokens, &isnull));
+	TimestampTz stamp = DatumGetTimestampTz(slot_getattr(slot, kAttStamp, &isnull));
+	return core::Bucket{tokens, stamp};
+}
+
+HeapTuple
+FormBucketTuple(Relation heap, text *name, text *key, const core::Bucket &bucket)
+{
+	Datum values[kNatts] = {PointerGetDatum(name), PointerGetDatum(key),
+							Float8GetDatum(bucket.tokens), TimestampTzGetDatum(bucket.stamp_us)};
+	bool nulls[kNatts] = {false, false, false, false};
+	return heap_form_tuple(RelationGetDescr(heap), values, nulls);
+}
+
+void
+InsertIndexEntry(Relation heap, Relation index, text *name, text *key, ItemPointer tid,
+				 bool unchanged)
+{
+	Datum values[2] = {PointerGetDatum(name), PointerGetDatum(key)};
+	bool nulls[2] = {false, false};
+	(void) RlIndexInsert(index, values, nulls, tid, heap, unchanged,
+						 state_relations.index_info);
+	RlIndexInsertCleanup(index, state_relations.index_info);
+}
+
+void
+InsertBucket(Relation heap, Relation index, text *name, text *key, const core::Bucket &bucket)
+{
+	HeapTuple tuple = FormBucketTuple(heap, name, key, bucket);
+	heap_insert(heap, tuple, GetCurrentCommandId(true), 0, NULL);
+	InsertIndexEntry(heap, index, name, key, &tuple->t_self, false);
+	heap_freetuple(tuple);
+}
+
+/* Replaces the version at `tid`, which this transaction has locked. */
+void
+UpdateBucket(Relation heap, Relation index, ItemPointer tid, CommandId cid, text *name,
+			 text *key, const core::Bucket &bucket)
+{
+	HeapTuple tuple = FormBucketTuple(heap, name, key, bucket);
+	TM_FailureData tmfd;
+	bool needs_index = false;
+	TM_Result result = RlHeapUpdate(heap, tid, tuple, cid, &tmfd, &needs_index);
+	if (result != TM_Ok)
+		elog(ERROR, "could not update locked rate limit bucket: result %d",
+			 static_cast<int>(result));
+	/* Not HOT (the page was full): the key is unchanged, which lets btree
+	 * delete the older duplicates bottom-up. */
+	if (needs_index)
+		InsertIndexEntry(heap, index, name, key, &tuple->t_self, true);
+	heap_freetuple(tuple);
+}
+
+/* Locks the latest version of the row found in `slot`, waiting for any
+ * in-flight writer; on success `slot` holds the locked version.  False when
+ * the row went away meanwhile: the caller starts over. */
+bool
+LockLatestVersion(Relation heap, TupleTableSlot *slot, Snapshot dirty, CommandId cid)
+{
+	ItemPointerData tid = slot->tts_tid;
+	TM_FailureData tmfd;
+	/* heapam ignores the snapshot here; FIND_LAST_VERSION follows the chain. */
+	TM_Result result = table_tuple_lock(heap, &tid, dirty, slot, cid, LockTupleNoKeyExclusive,
+										LockWaitBlock, TUPLE_LOCK_FLAG_FIND_LAST_VERSION, &tmfd);
+	if (result == TM_Ok)
+		return true;
+	if (result == TM_Updated || result == TM_Deleted)
+		return false;
+	elog(ERROR, "could not lock rate limit bucket: result %d", static_cast<int>(result));
+	pg_unreachable();
+}
+
+/* Serialises the first insert of (name, key) against concurrent ones. */
+void
+LockNewKey(text *name, text *key)
+{
+	uint64 hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(name)),
+									  VARSIZE_ANY_EXHDR(name), 0);
+	hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(key)),
+							   VARSIZE_ANY_EXHDR(key), hash);
+	LOCKTAG tag;
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(hash >> 32),
+						 static_cast<uint32>(hash), kNewKeyLockClass);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+} /* namespace */
+
+void
+RegisterStorageCallbacks()
+{
+	CacheRegisterRelcacheCallback(InvalidateStateRelations, (Datum) 0);
+}
+
+core::Decision
+DecideBucket(text *name, text *key, const core::Limit &limit, const core::Request &request,
+			 Access access)
+{
+	const bool take = (access == Access::kTake);
+	Relation heap;
+	Relation index;
+	OpenStateRelations(take ? RowExclusiveLock : AccessShareLock, &heap, &index);
+
+	ScanKeyData keys[2];
+	InitBucketKeys(keys, name, key);
+	SnapshotData dirty;
+	InitDirtySnapshot(dirty);
+	TupleTableSlot *slot = table_slot_create(heap, NULL);
+	bool key_locked = false;
+	bool wrote = false;
+	core::Decision decision;
+
+	for (;;) {
+		CHECK_FOR_INTERRUPTS();
+
+		if (!FindBucket(heap, index, keys, &dirty, slot)) {
+			/* A new key starts full; store it only if this call consumes. */
+			TimestampTz now = ClockNow();
+			decision = core::Decide(core::FullBucket(limit, now), limit, request, now);
+			if (!take || !decision.write)
+				break;
+			if (!key_locked) {
+				LockNewKey(name, key);
+				key_locked = true;
+				continue; /* someone may have inserted it while we waited */
+			}
+			InsertBucket(heap, index, name, key, decision.next);
+			wrote = true;
+			break;
+		}
+
+		if (TransactionIdIsValid(dirty.xmin)) {
+			/* Another transaction's first insert: its outcome decides ours. */
+			XactLockTableWait(dirty.xmin, heap, &slot->tts_tid, XLTW_None);
+			continue;
+		}
+
+		decision = core::Decide(ReadBucket(slot), limit, request, ClockNow());
+		if (!decision.allowed)
+			break; /* lock-free denial on the latest committed version */
+		if (!take || !decision.write) {
+			if (TransactionIdIsValid(dirty.xmax)) {
+				/* Granted only if an in-flight writer leaves enough: wait. */
+				XactLockTableWait(dirty.xmax, heap, &slot->tts_tid, XLTW_None);
+				continue;
+			}
+			break;
+		}
+
+		CommandId cid = GetCurrentCommandId(true);
+		if (!LockLatestVersion(heap, slot, &dirty, cid))
+			continue;
+		/* Decide again on the locked version, with the clock read after the wait. */
+		decision = core::Decide(ReadBucket(slot), limit, request, ClockNow());
+		if (decision.write) {
+			UpdateBucket(heap, index, &slot->tts_tid, cid, name, key, decision.next);
+			wrote = true;
+		}
+		break;
+	}
+
+	ExecDropSingleTupleTableSlot(slot);
+	CloseStateRelations(heap, index);
+	if (wrote)
+		CommandCounterIncrement();
+	return decision;
+}
+
+bool
+ResetBucket(text *name, text *key)
+{
+	Relation heap;
+	Relation index;
+	OpenStateRelations(RowExclusiveLock, &heap, &index);
+
+	ScanKeyData keys[2];
+	InitBucketKeys(keys, name, key);
+	SnapshotData dirty;
+	InitDirtySnapshot(dirty);
+	TupleTableSlot *slot = table_slot_create(heap, NULL);
+	bool deleted = false;
+
+	for (;;) {
+		CHECK_FOR_INTERRUPTS();
+		if (!FindBucket(heap, index, keys, &dirty, slot))
+			break;
+		if (TransactionIdIsValid(dirty.xmin)) {
+			XactLockTableWait(dirty.xmin, heap, &slot->tts_tid, XLTW_None);
+			continue;
+		}
+		CommandId cid = GetCurrentCommandId(true);
+		if (!LockLatestVersion(heap, slot, &dirty, cid))
+			continue;
+		TM_FailureData tmfd;
+		TM_Result result = heap_delete(heap, &slot->tts_tid, cid, InvalidSnapshot, true, &tmfd,
+									   false);
+		if (result != TM_Ok)
+			elog(ERROR, "could not delete locked rate limit bucket: result %d",
+				 static_cast<int>(result));
+		deleted = true;
+		break;
+	}
+
+	ExecDropSingleTupleTableSlot(slot);
+	CloseStateRelations(heap, index);
+	if (deleted)
+		CommandCounterIncrement();
+	return deleted;
+}
+
+} /* namespace ratelimit::pg */
