@@ -59,10 +59,12 @@ load: $(LOAD_BIN)
 
 # --- isolation specs at one isolation level (every session's default) ---
 ISOLATION_LEVEL ?= read committed
+ISOLATION_OUTPUT = output_iso/$(subst $() ,_,$(ISOLATION_LEVEL))
 isolationcheck:
+	@mkdir -p $(ISOLATION_OUTPUT)
 	PGOPTIONS="-c default_transaction_isolation='$(ISOLATION_LEVEL)'" \
 	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) \
-		--outputdir=output_iso/$(subst $() ,_,$(ISOLATION_LEVEL)) $(ISOLATION)
+		--outputdir=$(ISOLATION_OUTPUT) $(ISOLATION)
 
 demo:
 	scripts/demo

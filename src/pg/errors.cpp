@@ -83,10 +83,9 @@ ReportNullArgument(const char *function, const char *argument)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", argument),
-			 errdetail("%s() needs a value for every argument except max_reserved.",
-					   function),
-			 errhint("Use key '' for a limit shared by every caller, and max_reserved "
-					 "=> NULL for reserved debt without a cap.")));
+			 errdetail("%s() requires a value for %s; only max_reserved may be NULL.",
+					   function, argument),
+			 errhint("Use key '' for a limit shared by every caller.")));
 	pg_unreachable();
 }
 
@@ -116,7 +115,7 @@ ReportReadOnly(const char *function)
 {
 	ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 					errmsg("cannot execute %s() in a read-only transaction", function),
-					errdetail("%s() records what it takes in the bucket's state.", function),
+					errdetail("%s() writes the bucket's state.", function),
 					errhint("Call it in a read-write transaction; rate_limit_check() "
 							"works in read-only ones.")));
 	pg_unreachable();
