@@ -6,6 +6,16 @@
 -- Bucket state lives in a schema of its own, owned by the extension.  The
 -- functions read and write the table directly, so nobody else needs (or
 -- gets) any privilege on it: the functions are the interface.
+DO $$
+BEGIN
+    IF pg_catalog.to_regnamespace('ratelimit') IS NOT NULL THEN
+        RAISE EXCEPTION 'schema "ratelimit" already exists'
+            USING ERRCODE = 'duplicate_schema',
+                  DETAIL = 'The extension keeps its state in a schema named ratelimit, which it creates and owns.',
+                  HINT = 'Install the extension into another schema, or rename the existing schema "ratelimit".';
+    END IF;
+END
+$$;
 CREATE SCHEMA ratelimit;
 REVOKE ALL ON SCHEMA ratelimit FROM PUBLIC;
 COMMENT ON SCHEMA ratelimit IS 'internal state of the ratelimit extension';
