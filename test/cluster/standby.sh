@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# test/cluster/standby.sh
+#
+# On a hot standby the state table has no data (it is unlogged) and no
+# transaction can write: every function must refuse with SQLSTATE 25006 and
+# a clear message, never fail obscurely or return a made-up answer.  Starts a
+# primary and a streaming standby of its own and stops both.
+set -euo pipefail
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/lib.sh"
+
+cluster_start
+psql -X -q -v ON_ERROR_STOP=1 \
+    -c "CREATE EXTENSION ratelimit" \
+    -c "SELECT allowed FROM rate_limit_take('standby', 'k', 1, 1, 5)" >/dev/null
+
+standby=$RL_CLUSTER_DIR/standby
+standby_port=$(rl_pick_port)
+rl_as_owner pg_basebackup -D "$standby" -R -X stream -h "$PGHOST" -p "$PGPORT" -U postgres
+printf "\nport = %s\nhot_standby = on\n" "$standby_port" |
+    rl_as_owner tee -a "$standby/postgresql.conf" >/dev/null
+rl_at_exit "rl_as_owner pg_ctl -D '$standby' -m immediate -w -t 30 stop >/dev/null 2>&1"
+rl_as_owner pg_ctl -D "$standby" -l "$RL_CLUSTER_DIR/standby.log" -w -t 60 start >/dev/null
+
+in_recovery=$(psql -X -A -t -p "$standby_port" -c "SELECT pg_is_in_recovery()")
+[ "$in_recovery" = t ] || rl_die "the standby is not in recovery"
+
+failures=0
+expect_refusal() {
+    local sql=$1 out
+    out=$(psql -X -A -t -p "$standby_port" -v VERBOSITY=verbose -c "$sql" 2>&1 || true)
+    if grep -q '^ERROR:  25006: cannot execute rate_limit_[a-z]*() during recovery' <<<"$out" &&
+       grep -q 'standby servers do not have' <<<"$out"; then
+        printf 'ok: %s\n' "$sql"
+    else
+        printf 'FAILED: %s\n%s\n' "$sql" "$out"
+        failures=$((failures + 1))
+    fi
+}
+expect_refusal "SELECT * FROM rate_limit_take('standby', 'k', 1, 1, 5)"
+expect_refusal "SELECT * FROM rate_limit_check('standby', 'k', 1, 1, 5)"
+expect_refusal "SELECT rate_limit_reset('standby', 'k')"
+
+# The primary is unaffected.
+remaining=$(psql -X -A -t -c "SELECT remaining FROM rate_limit_take('standby', 'k', 1, 0, 5)")
+if [ "$remaining" = 3 ]; then
+    printf 'ok: the primary still takes (remaining %s)\n' "$remaining"
+else
+    printf 'FAILED: the primary answered remaining=%s, expected 3\n' "$remaining"
+    failures=$((failures + 1))
+fi
+
+if [ "$failures" -eq 0 ]; then
+    printf 'standby: PASS\n'
+else
+    printf 'standby: FAIL (%d checks failed)\n' "$failures"
+    exit 1
+fi
