@@ -52,6 +52,47 @@ MicrosUntil(double tokens, double target, double rate) noexcept
 	return us;
 }
 
+/* The one admission rule: may `request` be granted from `tokens`? */
+bool
+Admits(double tokens, const Limit &limit, const Request &request) noexcept
+{
+	double after = tokens - request.cost;
+	if (after >= 0.0)
+		return true;
+	if (!request.reserve || !(limit.rate > 0.0))
+		return false; /* without refill a debt is never repaid */
+	return !(request.debt_capped && -after > request.max_reserved);
+}
+
+/*
+ * The smallest whole-microsecond wait w such that `holds` is true of the
+ * tokens that Refill(from, now + w) yields: "wait w, then retry" succeeds and
+ * w - 1 would not.  `estimate_us` (from the closed form) is corrected against
+ * Refill itself, so rounding in either cannot make the answer wrong.
+ */
+template <typename Condition>
+double
+WaitMicros(const Bucket &from, const Limit &limit, std::int64_t now_us, double estimate_us,
+           Condition holds) noexcept
+{
+	if (!(estimate_us < kExactMicrosLimit))
+		return estimate_us; /* never (+inf), or too far off for whole µs */
+	std::int64_t wait = estimate_us < 1.0 ? 1 : static_cast<std::int64_t>(estimate_us);
+	std::int64_t at = 0;
+	if (__builtin_add_overflow(now_us, wait, &at))
+		return static_cast<double>(wait);
+	for (int i = 0; i < 64 && wait > 1 && holds(Refill(from, limit, at - 1).tokens); i++) {
+		wait--;
+		at--;
+	}
+	for (int i = 0; i < 64 && !holds(Refill(from, limit, at).tokens); i++) {
+		if (__builtin_add_overflow(at, 1, &at))
+			break;
+		wait++;
+	}
+	return static_cast<double>(wait);
+}
+
 } /* namespace */
 
 Status
@@ -67,8 +108,7 @@ Validate(const Limit &limit, const Request &request) noexcept
 		return Status::kMaxReservedInvalid;
 	if (!request.reserve && request.cost > limit.burst)
 		return Status::kCostExceedsBurst;
-	if (request.reserve && request.debt_capped &&
-		request.cost > limit.burst + request.max_reserved)
+	if (request.reserve && request.debt_capped && request.cost > limit.burst + request.max_reserved)
 		return Status::kCostExceedsDebtCap;
 	return Status::kOk;
 }
@@ -104,43 +144,53 @@ SecondsUntil(double tokens, double target, double rate) noexcept
 
 Decision
 Decide(const Bucket &stored, const Limit &limit, const Request &request,
-	   std::int64_t now_us) noexcept
+       std::int64_t now_us) noexcept
 {
 	Bucket current = Refill(stored, limit, now_us);
 	/* After a backward clock step refill resumes at the stamp, not at now. */
-	double lag_us = static_cast<double>(current.stamp_us - now_us);
-	if (now_us > current.stamp_us)
-		lag_us = 0.0;
-	double after = current.tokens - request.cost;
-
-	bool allowed;
-	if (after >= 0.0)
-		allowed = true;
-	else if (!request.reserve || !(limit.rate > 0.0))
-		allowed = false; /* without refill a debt is never repaid */
-	else
-		allowed = !(request.debt_capped && -after > request.max_reserved);
+	double lag_us = now_us < current.stamp_us
+	                    ? static_cast<double>(current.stamp_us) - static_cast<double>(now_us)
+	                    : 0.0;
 
 	Decision d{};
-	d.allowed = allowed;
-	if (allowed) {
+	d.allowed = Admits(current.tokens, limit, request);
+	if (d.allowed) {
+		double after = current.tokens - request.cost;
 		d.remaining = after;
 		d.write = request.cost > 0.0;
 		d.next = Bucket{after, current.stamp_us};
-		d.retry_after =
-			after >= 0.0 ? 0.0 : (lag_us + MicrosUntil(after, 0.0, limit.rate)) / kMicros;
+	} else {
+		d.remaining = current.tokens;
+		d.write = false;
+		d.next = current;
+	}
+	/* Waits are measured on what is stored after the call: the new state for
+	 * a grant, the untouched stored state for a denial. */
+	const Bucket &after_call = d.allowed ? d.next : stored;
+
+	if (d.allowed) {
+		d.retry_after = d.remaining >= 0.0
+		                    ? 0.0
+		                    : WaitMicros(after_call, limit, now_us,
+		                                 lag_us + MicrosUntil(d.remaining, 0.0, limit.rate),
+		                                 [](double tokens) { return tokens >= 0.0; }) /
+		                          kMicros;
 	} else {
 		double target = request.cost;
 		if (request.reserve && request.debt_capped && limit.rate > 0.0)
 			target = request.cost - request.max_reserved;
-		d.remaining = current.tokens;
-		d.write = false;
-		d.next = current;
-		d.retry_after = (lag_us + MicrosUntil(current.tokens, target, limit.rate)) / kMicros;
+		d.retry_after =
+		    WaitMicros(
+		        after_call, limit, now_us, lag_us + MicrosUntil(d.remaining, target, limit.rate),
+		        [&limit, &request](double tokens) { return Admits(tokens, limit, request); }) /
+		    kMicros;
 	}
 	d.reset_after = d.remaining >= limit.burst
-						? 0.0
-						: (lag_us + MicrosUntil(d.remaining, limit.burst, limit.rate)) / kMicros;
+	                    ? 0.0
+	                    : WaitMicros(after_call, limit, now_us,
+	                                 lag_us + MicrosUntil(d.remaining, limit.burst, limit.rate),
+	                                 [&limit](double tokens) { return tokens >= limit.burst; }) /
+	                          kMicros;
 	return d;
 }
 

@@ -20,12 +20,12 @@ namespace ratelimit::core {
 /* Why a request cannot be evaluated.  kOk means it can. */
 enum class Status : int {
 	kOk = 0,
-	kCostInvalid,		 /* cost is NaN, infinite or negative */
-	kRateInvalid,		 /* rate is NaN, infinite or negative */
-	kBurstInvalid,		 /* burst is NaN, infinite, zero or negative */
+	kCostInvalid,        /* cost is NaN, infinite or negative */
+	kRateInvalid,        /* rate is NaN, infinite or negative */
+	kBurstInvalid,       /* burst is NaN, infinite, zero or negative */
 	kMaxReservedInvalid, /* max_reserved is NaN, infinite or negative */
-	kCostExceedsBurst,	 /* cost > burst and no reservation: can never succeed */
-	kCostExceedsDebtCap	 /* reservation: cost > burst + max_reserved, likewise */
+	kCostExceedsBurst,   /* cost > burst and no reservation: can never succeed */
+	kCostExceedsDebtCap  /* reservation: cost > burst + max_reserved, likewise */
 };
 
 /* The limit: `rate` tokens per second (0 = never refills), `burst` capacity. */
@@ -52,12 +52,12 @@ struct Bucket {
 /* The answer to one call. */
 struct Decision {
 	bool allowed;
-	bool write;			/* granted with cost > 0: `next` must be stored */
-	double remaining;	/* tokens after the call (negative = reserved debt) */
+	bool write;         /* granted with cost > 0: `next` must be stored */
+	double remaining;   /* tokens after the call (negative = reserved debt) */
 	double retry_after; /* s: denied: until the same call succeeds; reserved: until
-						   the work may start; otherwise 0.  +inf if never. */
+	                       the work may start; otherwise 0.  +inf if never. */
 	double reset_after; /* s until the bucket is full again; +inf if never */
-	Bucket next;		/* state after the call */
+	Bucket next;        /* state after the call */
 };
 
 constexpr std::int64_t kMicrosPerSecond = 1000000;
@@ -75,7 +75,7 @@ Bucket Refill(const Bucket &stored, const Limit &limit, std::int64_t now_us) noe
 /* Refills `stored` to `now_us` and decides the request.  A denial leaves the
  * stored state as it is (write == false).  Requires Validate() == kOk. */
 Decision Decide(const Bucket &stored, const Limit &limit, const Request &request,
-				std::int64_t now_us) noexcept;
+                std::int64_t now_us) noexcept;
 
 /* Seconds until `tokens` has refilled to `target` at `rate`, rounded up to
  * whole microseconds so that waiting that long is always enough: 0 when
