@@ -23,10 +23,13 @@
  *   resets the bucket, be ordered after this call.  A check or a cost-0 look
  *   that would be granted waits for an in-flight writer first, so it answers
  *   what a take would.
- * - A key's first row is inserted under an exclusive transaction-scoped
- *   advisory lock on hash(name, key) (lock class kNewKeyLockClass, shown in
- *   pg_locks as objsubid 21068), re-checked after the lock is granted: two
- *   first calls never race into a unique violation.
+ * - A key's first row is inserted under an exclusive advisory lock on
+ *   hash(name, key) (lock class kNewKeyLockClass, shown in pg_locks as
+ *   objsubid 21068), re-checked after the lock is granted: two first calls
+ *   never race into a unique violation.  The lock is released as soon as the
+ *   row is in the heap and the index: from then on the row's uncommitted
+ *   xmin makes later callers wait, so a transaction creating many keys does
+ *   not fill the shared lock table.
  * - After any write, CommandCounterIncrement() so that the next call in the
  *   same statement sees, and can lock, the new version.
  * The direct path bypasses triggers, constraints, RLS and other indexes, so
@@ -70,7 +73,7 @@ void
 InvalidateStateRelations(Datum, Oid relid)
 {
 	if (!OidIsValid(relid) || relid == state_relations.heap_oid ||
-		relid == state_relations.index_oid)
+	    relid == state_relations.index_oid)
 		state_relations.valid = false;
 }
 
@@ -94,7 +97,7 @@ CheckStateTable(Relation heap)
 	for (int i = 0; i < kNatts; i++) {
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 		if (att->attisdropped || att->atttypid != kTypes[i] || !att->attnotnull ||
-			(att->atttypid == TEXTOID && att->attcollation != C_COLLATION_OID))
+		    (att->atttypid == TEXTOID && att->attcollation != C_COLLATION_OID))
 			ReportStateTableAltered("has columns of other types or collations");
 	}
 
@@ -111,11 +114,11 @@ CheckStateIndex(Relation index)
 {
 	Form_pg_index form = index->rd_index;
 	if (index->rd_rel->relam != BTREE_AM_OID || !form->indisunique || !form->indimmediate ||
-		!form->indisvalid || form->indnatts != 2 || form->indnkeyatts != 2 ||
-		form->indkey.values[0] != kAttName || form->indkey.values[1] != kAttKey ||
-		index->rd_indcollation[0] != C_COLLATION_OID ||
-		index->rd_indcollation[1] != C_COLLATION_OID ||
-		RelationGetIndexExpressions(index) != NIL || RelationGetIndexPredicate(index) != NIL)
+	    !form->indisvalid || form->indnatts != 2 || form->indnkeyatts != 2 ||
+	    form->indkey.values[0] != kAttName || form->indkey.values[1] != kAttKey ||
+	    index->rd_indcollation[0] != C_COLLATION_OID ||
+	    index->rd_indcollation[1] != C_COLLATION_OID || RelationGetIndexExpressions(index) != NIL ||
+	    RelationGetIndexPredicate(index) != NIL)
 		ReportStateTableAltered("has a changed primary key");
 }
 
@@ -135,7 +138,7 @@ LoadStateRelations(LOCKMODE mode)
 
 	if (state_relations.context == NULL)
 		state_relations.context = AllocSetContextCreate(
-			TopMemoryContext, "ratelimit state relations", ALLOCSET_SMALL_SIZES);
+		    TopMemoryContext, "ratelimit state relations", ALLOCSET_SMALL_SIZES);
 	else
 		MemoryContextReset(state_relations.context);
 	MemoryContext old = MemoryContextSwitchTo(state_relations.context);
@@ -177,17 +180,16 @@ void
 InitBucketKeys(ScanKeyData *keys, text *name, text *key)
 {
 	ScanKeyEntryInitialize(&keys[0], 0, kAttName, BTEqualStrategyNumber, InvalidOid,
-						   C_COLLATION_OID, F_TEXTEQ, PointerGetDatum(name));
-	ScanKeyEntryInitialize(&keys[1], 0, kAttKey, BTEqualStrategyNumber, InvalidOid,
-						   C_COLLATION_OID, F_TEXTEQ, PointerGetDatum(key));
+	                       C_COLLATION_OID, F_TEXTEQ, PointerGetDatum(name));
+	ScanKeyEntryInitialize(&keys[1], 0, kAttKey, BTEqualStrategyNumber, InvalidOid, C_COLLATION_OID,
+	                       F_TEXTEQ, PointerGetDatum(key));
 }
 
 /* Finds the row's version visible to a dirty snapshot: the latest committed
  * one, or one being inserted (dirty->xmin set) or replaced (dirty->xmax set)
  * by a transaction still in progress, or our own latest. */
 bool
-FindBucket(Relation heap, Relation index, ScanKeyData *keys, Snapshot dirty,
-		   TupleTableSlot *slot)
+FindBucket(Relation heap, Relation index, ScanKeyData *keys, Snapshot dirty, TupleTableSlot *slot)
 {
 	IndexScanDesc scan = RlIndexBeginScan(heap, index, dirty, 2);
 	index_rescan(scan, keys, 2, NULL, 0);
@@ -209,19 +211,18 @@ HeapTuple
 FormBucketTuple(Relation heap, text *name, text *key, const core::Bucket &bucket)
 {
 	Datum values[kNatts] = {PointerGetDatum(name), PointerGetDatum(key),
-							Float8GetDatum(bucket.tokens), TimestampTzGetDatum(bucket.stamp_us)};
+	                        Float8GetDatum(bucket.tokens), TimestampTzGetDatum(bucket.stamp_us)};
 	bool nulls[kNatts] = {false, false, false, false};
 	return heap_form_tuple(RelationGetDescr(heap), values, nulls);
 }
 
 void
 InsertIndexEntry(Relation heap, Relation index, text *name, text *key, ItemPointer tid,
-				 bool unchanged)
+                 bool unchanged)
 {
 	Datum values[2] = {PointerGetDatum(name), PointerGetDatum(key)};
 	bool nulls[2] = {false, false};
-	(void) RlIndexInsert(index, values, nulls, tid, heap, unchanged,
-						 state_relations.index_info);
+	(void)RlIndexInsert(index, values, nulls, tid, heap, unchanged, state_relations.index_info);
 	RlIndexInsertCleanup(index, state_relations.index_info);
 }
 
@@ -236,8 +237,8 @@ InsertBucket(Relation heap, Relation index, text *name, text *key, const core::B
 
 /* Replaces the version at `tid`, which this transaction has locked. */
 void
-UpdateBucket(Relation heap, Relation index, ItemPointer tid, CommandId cid, text *name,
-			 text *key, const core::Bucket &bucket)
+UpdateBucket(Relation heap, Relation index, ItemPointer tid, CommandId cid, text *name, text *key,
+             const core::Bucket &bucket)
 {
 	HeapTuple tuple = FormBucketTuple(heap, name, key, bucket);
 	TM_FailureData tmfd;
@@ -245,7 +246,7 @@ UpdateBucket(Relation heap, Relation index, ItemPointer tid, CommandId cid, text
 	TM_Result result = RlHeapUpdate(heap, tid, tuple, cid, &tmfd, &needs_index);
 	if (result != TM_Ok)
 		elog(ERROR, "could not update locked rate limit bucket: result %d",
-			 static_cast<int>(result));
+		     static_cast<int>(result));
 	/* Not HOT (the page was full): the key is unchanged, which lets btree
 	 * delete the older duplicates bottom-up. */
 	if (needs_index)
@@ -263,7 +264,7 @@ LockLatestVersion(Relation heap, TupleTableSlot *slot, Snapshot dirty, CommandId
 	TM_FailureData tmfd;
 	/* heapam ignores the snapshot here; FIND_LAST_VERSION follows the chain. */
 	TM_Result result = table_tuple_lock(heap, &tid, dirty, slot, cid, LockTupleNoKeyExclusive,
-										LockWaitBlock, TUPLE_LOCK_FLAG_FIND_LAST_VERSION, &tmfd);
+	                                    LockWaitBlock, TUPLE_LOCK_FLAG_FIND_LAST_VERSION, &tmfd);
 	if (result == TM_Ok)
 		return true;
 	if (result == TM_Updated || result == TM_Deleted)
@@ -272,18 +273,16 @@ LockLatestVersion(Relation heap, TupleTableSlot *slot, Snapshot dirty, CommandId
 	pg_unreachable();
 }
 
-/* Serialises the first insert of (name, key) against concurrent ones. */
+/* The advisory lock that serialises first inserts of (name, key). */
 void
-LockNewKey(text *name, text *key)
+SetNewKeyLockTag(LOCKTAG *tag, text *name, text *key)
 {
 	uint64 hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(name)),
-									  VARSIZE_ANY_EXHDR(name), 0);
+	                                  VARSIZE_ANY_EXHDR(name), 0);
 	hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(key)),
-							   VARSIZE_ANY_EXHDR(key), hash);
-	LOCKTAG tag;
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(hash >> 32),
-						 static_cast<uint32>(hash), kNewKeyLockClass);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	                           VARSIZE_ANY_EXHDR(key), hash);
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, static_cast<uint32>(hash >> 32),
+	                     static_cast<uint32>(hash), kNewKeyLockClass);
 }
 
 } /* namespace */
@@ -291,12 +290,12 @@ LockNewKey(text *name, text *key)
 void
 RegisterStorageCallbacks()
 {
-	CacheRegisterRelcacheCallback(InvalidateStateRelations, (Datum) 0);
+	CacheRegisterRelcacheCallback(InvalidateStateRelations, (Datum)0);
 }
 
 core::Decision
 DecideBucket(text *name, text *key, const core::Limit &limit, const core::Request &request,
-			 Access access)
+             Access access)
 {
 	const bool take = (access == Access::kTake);
 	Relation heap;
@@ -308,6 +307,7 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const core::Reques
 	SnapshotData dirty;
 	InitDirtySnapshot(dirty);
 	TupleTableSlot *slot = table_slot_create(heap, NULL);
+	LOCKTAG new_key_tag;
 	bool key_locked = false;
 	bool wrote = false;
 	core::Decision decision;
@@ -322,7 +322,8 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const core::Reques
 			if (!take || !decision.write)
 				break;
 			if (!key_locked) {
-				LockNewKey(name, key);
+				SetNewKeyLockTag(&new_key_tag, name, key);
+				(void)LockAcquire(&new_key_tag, ExclusiveLock, false, false);
 				key_locked = true;
 				continue; /* someone may have inserted it while we waited */
 			}
@@ -361,6 +362,9 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const core::Reques
 		break;
 	}
 
+	/* Inserted (or found after all): the row now speaks for the key. */
+	if (key_locked)
+		LockRelease(&new_key_tag, ExclusiveLock, false);
 	ExecDropSingleTupleTableSlot(slot);
 	CloseStateRelations(heap, index);
 	if (wrote)
@@ -394,11 +398,11 @@ ResetBucket(text *name, text *key)
 		if (!LockLatestVersion(heap, slot, &dirty, cid))
 			continue;
 		TM_FailureData tmfd;
-		TM_Result result = heap_delete(heap, &slot->tts_tid, cid, InvalidSnapshot, true, &tmfd,
-									   false);
+		TM_Result result =
+		    heap_delete(heap, &slot->tts_tid, cid, InvalidSnapshot, true, &tmfd, false);
 		if (result != TM_Ok)
 			elog(ERROR, "could not delete locked rate limit bucket: result %d",
-				 static_cast<int>(result));
+			     static_cast<int>(result));
 		deleted = true;
 		break;
 	}

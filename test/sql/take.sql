@@ -138,3 +138,13 @@ RESET ratelimit.fixed_clock;
 SELECT allowed, remaining FROM rate_limit_take('live', 'k', 1, 1, 5);
 SELECT abs(extract(epoch FROM clock_timestamp() - last_refill)) < 60 AS near_now
     FROM ratelimit.buckets WHERE name = 'live';
+
+-- Creating many keys in one transaction holds no lock per key: the advisory
+-- lock around a first insert is released once the row exists.
+BEGIN;
+SELECT count(*) FILTER (WHERE r.allowed) AS granted
+    FROM generate_series(1, 20000) AS g, LATERAL rate_limit_take('many', 'k' || g, 1, 0, 1) AS r;
+SELECT count(*) AS advisory_locks_held FROM pg_locks
+    WHERE locktype = 'advisory' AND objsubid = 21068 AND pid = pg_backend_pid();
+COMMIT;
+SELECT count(*) FROM ratelimit.buckets WHERE name = 'many';
