@@ -19,18 +19,18 @@ namespace {
 double fixed_clock_seconds = 0.0;
 
 constexpr double kUnixToPostgresEpochSeconds =
-	static_cast<double>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY;
+    static_cast<double>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY;
 
 } /* namespace */
 
 void
 DefineClockSettings()
 {
-	DefineCustomRealVariable(
-		"ratelimit.fixed_clock",
-		"Fixes the limiter's clock at this many seconds since the Unix epoch.",
-		"0, the default, uses the database server's clock.  For tests only.",
-		&fixed_clock_seconds, 0.0, 0.0, 1.0e11, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomRealVariable("ratelimit.fixed_clock",
+	                         "Fixes the limiter's clock at this many seconds since the Unix epoch.",
+	                         "0, the default, uses the database server's clock.  For tests only.",
+	                         &fixed_clock_seconds, 0.0, 0.0, 1.0e11, PGC_SUSET, 0, NULL, NULL,
+	                         NULL);
 }
 
 TimestampTz
@@ -38,7 +38,7 @@ ClockNow()
 {
 	if (fixed_clock_seconds > 0.0)
 		return static_cast<TimestampTz>(
-			std::llround((fixed_clock_seconds - kUnixToPostgresEpochSeconds) * 1.0e6));
+		    std::llround((fixed_clock_seconds - kUnixToPostgresEpochSeconds) * 1.0e6));
 	return GetCurrentTimestamp();
 }
 

@@ -14,19 +14,19 @@
 
 /* 18 added an instrumentation argument to index_beginscan. */
 #if PG_VERSION_NUM >= 180000
-#define RlIndexBeginScan(heap, index, snapshot, nkeys) \
+#define RlIndexBeginScan(heap, index, snapshot, nkeys)                                             \
 	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), 0)
 #else
-#define RlIndexBeginScan(heap, index, snapshot, nkeys) \
+#define RlIndexBeginScan(heap, index, snapshot, nkeys)                                             \
 	index_beginscan((heap), (index), (snapshot), (nkeys), 0)
 #endif
 
 /* 14 added the indexUnchanged hint (enables bottom-up deletion in btree). */
 #if PG_VERSION_NUM >= 140000
-#define RlIndexInsert(index, values, isnull, tid, heap, unchanged, info) \
+#define RlIndexInsert(index, values, isnull, tid, heap, unchanged, info)                           \
 	index_insert((index), (values), (isnull), (tid), (heap), UNIQUE_CHECK_YES, (unchanged), (info))
 #else
-#define RlIndexInsert(index, values, isnull, tid, heap, unchanged, info) \
+#define RlIndexInsert(index, values, isnull, tid, heap, unchanged, info)                           \
 	index_insert((index), (values), (isnull), (tid), (heap), UNIQUE_CHECK_YES, (info))
 #endif
 
@@ -34,7 +34,7 @@
 #if PG_VERSION_NUM >= 170000
 #define RlIndexInsertCleanup(index, info) index_insert_cleanup((index), (info))
 #else
-#define RlIndexInsertCleanup(index, info) ((void) 0)
+#define RlIndexInsertCleanup(index, info) ((void)0)
 #endif
 
 /*
@@ -43,18 +43,17 @@
  * the new version needs an index entry.
  */
 static inline TM_Result
-RlHeapUpdate(Relation rel, ItemPointer otid, HeapTuple newtup, CommandId cid,
-			 TM_FailureData *tmfd, bool *needs_index)
+RlHeapUpdate(Relation rel, ItemPointer otid, HeapTuple newtup, CommandId cid, TM_FailureData *tmfd,
+             bool *needs_index)
 {
 	LockTupleMode lockmode;
 #if PG_VERSION_NUM >= 160000
 	TU_UpdateIndexes update_indexes = TU_None;
-	TM_Result result = heap_update(rel, otid, newtup, cid, InvalidSnapshot, true, tmfd,
-								   &lockmode, &update_indexes);
+	TM_Result result = heap_update(rel, otid, newtup, cid, InvalidSnapshot, true, tmfd, &lockmode,
+	                               &update_indexes);
 	*needs_index = (update_indexes == TU_All); /* btree is never summarizing */
 #else
-	TM_Result result =
-		heap_update(rel, otid, newtup, cid, InvalidSnapshot, true, tmfd, &lockmode);
+	TM_Result result = heap_update(rel, otid, newtup, cid, InvalidSnapshot, true, tmfd, &lockmode);
 	*needs_index = !HeapTupleIsHeapOnly(newtup);
 #endif
 	return result;

@@ -21,55 +21,53 @@ Show(double value)
 } /* namespace */
 
 void
-ReportInvalidRequest(core::Status status, const core::Limit &limit,
-					 const core::Request &request)
+ReportInvalidRequest(core::Status status, const core::Limit &limit, const core::Request &request)
 {
 	switch (status) {
 	case core::Status::kCostInvalid:
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("cost must be a finite number greater than or equal to zero"),
-						errdetail("The cost given was %s.", Show(request.cost)),
-						errhint("Pass the number of tokens the call needs; a cost of 0 only "
-								"looks at the bucket.")));
+		                errmsg("cost must be a finite number greater than or equal to zero"),
+		                errdetail("The cost given was %s.", Show(request.cost)),
+		                errhint("Pass the number of tokens the call needs; a cost of 0 only "
+		                        "looks at the bucket.")));
 		break;
 	case core::Status::kRateInvalid:
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("rate must be a finite number greater than or equal to zero"),
-						errdetail("The rate given was %s.", Show(limit.rate)),
-						errhint("Pass the refill rate in tokens per second; 0 means the "
-								"bucket never refills.")));
+		                errmsg("rate must be a finite number greater than or equal to zero"),
+		                errdetail("The rate given was %s.", Show(limit.rate)),
+		                errhint("Pass the refill rate in tokens per second; 0 means the "
+		                        "bucket never refills.")));
 		break;
 	case core::Status::kBurstInvalid:
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("burst must be a finite number greater than zero"),
-						errdetail("The burst given was %s.", Show(limit.burst)),
-						errhint("Pass the capacity of the bucket, the most tokens it can "
-								"hold.")));
+		                errmsg("burst must be a finite number greater than zero"),
+		                errdetail("The burst given was %s.", Show(limit.burst)),
+		                errhint("Pass the capacity of the bucket, the most tokens it can "
+		                        "hold.")));
 		break;
 	case core::Status::kMaxReservedInvalid:
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_reserved must be a finite number greater than or equal to zero"),
-				 errdetail("The max_reserved given was %s.", Show(request.max_reserved)),
-				 errhint("Pass NULL for reserved debt without a cap.")));
+		        (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		         errmsg("max_reserved must be a finite number greater than or equal to zero"),
+		         errdetail("The max_reserved given was %s.", Show(request.max_reserved)),
+		         errhint("Pass NULL for reserved debt without a cap.")));
 		break;
 	case core::Status::kCostExceedsBurst:
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("cost exceeds burst"),
-				 errdetail("A cost of %s can never be taken from a bucket that holds at "
-						   "most %s tokens.",
-						   Show(request.cost), Show(limit.burst)),
-				 errhint("Raise burst, lower cost, or pass reserve => true to borrow "
-						 "from future refill.")));
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("cost exceeds burst"),
+		                errdetail("A cost of %s can never be taken from a bucket that holds at "
+		                          "most %s tokens.",
+		                          Show(request.cost), Show(limit.burst)),
+		                errhint("Raise burst, lower cost, or pass reserve => true to borrow "
+		                        "from future refill.")));
 		break;
 	case core::Status::kCostExceedsDebtCap:
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("cost exceeds burst plus max_reserved"),
-				 errdetail("A cost of %s can never be taken from a bucket of burst %s "
-						   "that may owe at most %s tokens.",
-						   Show(request.cost), Show(limit.burst), Show(request.max_reserved)),
-				 errhint("Raise burst or max_reserved, or lower cost.")));
+		        (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		         errmsg("cost exceeds burst plus max_reserved"),
+		         errdetail("A cost of %s can never be taken from a bucket of burst %s "
+		                   "that may owe at most %s tokens.",
+		                   Show(request.cost), Show(limit.burst), Show(request.max_reserved)),
+		         errhint("Raise burst or max_reserved, or lower cost.")));
 		break;
 	case core::Status::kOk:
 		break;
@@ -82,21 +80,20 @@ void
 ReportNullArgument(const char *function, const char *argument)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", argument),
-			 errdetail("%s() requires a value for %s; only max_reserved may be NULL.",
-					   function, argument),
-			 errhint("Use key '' for a limit shared by every caller.")));
+	        (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", argument),
+	         errdetail("%s() requires a value for %s; only max_reserved may be NULL.", function,
+	                   argument),
+	         errhint("Use key '' for a limit shared by every caller.")));
 	pg_unreachable();
 }
 
 void
 ReportEmptyName()
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("name must not be empty"),
-			 errdetail("The name identifies the limit, such as 'api' or 'login'."),
-			 errhint("Pass a non-empty name; use key '' for a limit shared by every "
-					 "caller.")));
+	ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("name must not be empty"),
+	                errdetail("The name identifies the limit, such as 'api' or 'login'."),
+	                errhint("Pass a non-empty name; use key '' for a limit shared by every "
+	                        "caller.")));
 	pg_unreachable();
 }
 
@@ -104,9 +101,9 @@ void
 ReportTooLong(const char *what, int bytes, int max_bytes)
 {
 	ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED), errmsg("%s is too long", what),
-					errdetail("The %s is %d bytes long; at most %d bytes are allowed.", what,
-							  bytes, max_bytes),
-					errhint("Hash long values first, for example with md5().")));
+	                errdetail("The %s is %d bytes long; at most %d bytes are allowed.", what, bytes,
+	                          max_bytes),
+	                errhint("Hash long values first, for example with md5().")));
 	pg_unreachable();
 }
 
@@ -114,10 +111,10 @@ void
 ReportReadOnly(const char *function)
 {
 	ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-					errmsg("cannot execute %s() in a read-only transaction", function),
-					errdetail("%s() writes the bucket's state.", function),
-					errhint("Call it in a read-write transaction; rate_limit_check() "
-							"works in read-only ones.")));
+	                errmsg("cannot execute %s() in a read-only transaction", function),
+	                errdetail("%s() writes the bucket's state.", function),
+	                errhint("Call it in a read-write transaction; rate_limit_check() "
+	                        "works in read-only ones.")));
 	pg_unreachable();
 }
 
@@ -125,10 +122,10 @@ void
 ReportRecovery(const char *function)
 {
 	ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-					errmsg("cannot execute %s() during recovery", function),
-					errdetail("Bucket state lives in an unlogged table, which standby "
-							  "servers do not have."),
-					errhint("Call it on the primary server.")));
+	                errmsg("cannot execute %s() during recovery", function),
+	                errdetail("Bucket state lives in an unlogged table, which standby "
+	                          "servers do not have."),
+	                errhint("Call it on the primary server.")));
 	pg_unreachable();
 }
 
@@ -136,9 +133,9 @@ void
 ReportParallelMode(const char *function)
 {
 	ereport(ERROR, (errcode(ERRCODE_INVALID_TRANSACTION_STATE),
-					errmsg("cannot execute %s() during a parallel operation", function),
-					errdetail("Parallel workers cannot write the bucket's state."),
-					errhint("Call it outside a parallel query.")));
+	                errmsg("cannot execute %s() during a parallel operation", function),
+	                errdetail("Parallel workers cannot write the bucket's state."),
+	                errhint("Call it outside a parallel query.")));
 	pg_unreachable();
 }
 
@@ -146,10 +143,10 @@ void
 ReportStateTableMissing()
 {
 	ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					errmsg("ratelimit state table does not exist"),
-					errdetail("The table ratelimit.buckets was not found in this database."),
-					errhint("Reinstall the extension: DROP EXTENSION ratelimit; CREATE "
-							"EXTENSION ratelimit;")));
+	                errmsg("ratelimit state table does not exist"),
+	                errdetail("The table ratelimit.buckets was not found in this database."),
+	                errhint("Reinstall the extension: DROP EXTENSION ratelimit; CREATE "
+	                        "EXTENSION ratelimit;")));
 	pg_unreachable();
 }
 
@@ -157,12 +154,12 @@ void
 ReportStateTableAltered(const char *why)
 {
 	ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					errmsg("ratelimit state table has been altered"),
-					errdetail("The table ratelimit.buckets %s, and the limiter writes it "
-							  "directly, bypassing such features.",
-							  why),
-					errhint("Reinstall the extension: DROP EXTENSION ratelimit; CREATE "
-							"EXTENSION ratelimit;")));
+	                errmsg("ratelimit state table has been altered"),
+	                errdetail("The table ratelimit.buckets %s, and the limiter writes it "
+	                          "directly, bypassing such features.",
+	                          why),
+	                errhint("Reinstall the extension: DROP EXTENSION ratelimit; CREATE "
+	                        "EXTENSION ratelimit;")));
 	pg_unreachable();
 }
 

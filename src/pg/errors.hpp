@@ -20,7 +20,7 @@ constexpr int kMaxKeyBytes = 1024;
 
 /* Raises the error for a core status other than kOk. */
 [[noreturn]] void ReportInvalidRequest(core::Status status, const core::Limit &limit,
-									   const core::Request &request);
+                                       const core::Request &request);
 
 /* 22004: `argument` of `function` was NULL. */
 [[noreturn]] void ReportNullArgument(const char *function, const char *argument);

@@ -23,8 +23,8 @@ namespace ratelimit::pg {
 namespace {
 
 /* Arguments of take and check, in SQL order. */
-constexpr const char *kArgNames[] = {"name",  "key",	 "cost",		"rate",
-									 "burst", "reserve", "max_reserved"};
+constexpr const char *kArgNames[] = {"name",  "key",     "cost",        "rate",
+                                     "burst", "reserve", "max_reserved"};
 constexpr int kBucketCallArgs = 7;
 constexpr int kResultColumns = 5;
 
@@ -53,7 +53,7 @@ DecodeBucketCall(FunctionCallInfo fcinfo, const char *function)
 {
 	if (PG_NARGS() != kBucketCallArgs)
 		elog(ERROR, "%s() called with %d arguments, expected %d", function, PG_NARGS(),
-			 kBucketCallArgs);
+		     kBucketCallArgs);
 	/* Every argument but max_reserved must be given. */
 	for (int i = 0; i < kBucketCallArgs - 1; i++)
 		if (PG_ARGISNULL(i))
@@ -101,7 +101,7 @@ ResultDescriptor(FunctionCallInfo fcinfo)
 	if (fcinfo->flinfo->fn_extra == NULL) {
 		TupleDesc desc;
 		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE ||
-			desc->natts != kResultColumns)
+		    desc->natts != kResultColumns)
 			elog(ERROR, "rate limit functions must return rate_limit_decision");
 		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
 		desc = CreateTupleDescCopy(desc);
@@ -116,9 +116,9 @@ Datum
 DecisionDatum(FunctionCallInfo fcinfo, const core::Decision &decision, const core::Limit &limit)
 {
 	Datum values[kResultColumns] = {
-		BoolGetDatum(decision.allowed), Float8GetDatum(decision.remaining),
-		Float8GetDatum(decision.retry_after), Float8GetDatum(decision.reset_after),
-		Float8GetDatum(limit.burst)};
+	    BoolGetDatum(decision.allowed), Float8GetDatum(decision.remaining),
+	    Float8GetDatum(decision.retry_after), Float8GetDatum(decision.reset_after),
+	    Float8GetDatum(limit.burst)};
 	bool nulls[kResultColumns] = {false, false, false, false, false};
 	return HeapTupleGetDatum(heap_form_tuple(ResultDescriptor(fcinfo), values, nulls));
 }
@@ -136,7 +136,7 @@ rate_limit_take(PG_FUNCTION_ARGS)
 	pg::BucketCall call = pg::DecodeBucketCall(fcinfo, "rate_limit_take");
 	pg::RequireWritable("rate_limit_take");
 	core::Decision decision =
-		pg::DecideBucket(call.name, call.key, call.limit, call.request, pg::Access::kTake);
+	    pg::DecideBucket(call.name, call.key, call.limit, call.request, pg::Access::kTake);
 	return pg::DecisionDatum(fcinfo, decision, call.limit);
 }
 
@@ -147,7 +147,7 @@ rate_limit_check(PG_FUNCTION_ARGS)
 	pg::BucketCall call = pg::DecodeBucketCall(fcinfo, "rate_limit_check");
 	pg::RequirePrimary("rate_limit_check");
 	core::Decision decision =
-		pg::DecideBucket(call.name, call.key, call.limit, call.request, pg::Access::kCheck);
+	    pg::DecideBucket(call.name, call.key, call.limit, call.request, pg::Access::kCheck);
 	return pg::DecisionDatum(fcinfo, decision, call.limit);
 }
 

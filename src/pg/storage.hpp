@@ -17,7 +17,7 @@ namespace ratelimit::pg {
 /* What a call does with the bucket once decided. */
 enum class Access {
 	kCheck, /* decide only: never locks, never writes */
-	kTake	/* store the decision when it consumes */
+	kTake   /* store the decision when it consumes */
 };
 
 /* Registers the relcache callback that drops cached relation state. */
@@ -26,7 +26,7 @@ void RegisterStorageCallbacks();
 /* Decides `request` against the latest committed state of (name, key) and,
  * for kTake, stores what it consumes in the caller's transaction. */
 core::Decision DecideBucket(text *name, text *key, const core::Limit &limit,
-							const core::Request &request, Access access);
+                            const core::Request &request, Access access);
 
 /* Deletes the bucket so that its next use starts full.  True if it existed. */
 bool ResetBucket(text *name, text *key);

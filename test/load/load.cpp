@@ -50,8 +50,7 @@ using Clock = std::chrono::steady_clock;
 constexpr const char *kStatementTimeout = "30s";
 constexpr const char *kConnectTimeout = "10";
 
-constexpr const char *kTakeSql =
-	"SELECT allowed FROM rate_limit_take($1, $2, $3, $4, $5)";
+constexpr const char *kTakeSql = "SELECT allowed FROM rate_limit_take($1, $2, $3, $4, $5)";
 
 /* Errors that carry no SQLSTATE get these labels in the per-code counts. */
 constexpr const char *kNoSqlstate = "no-sqlstate";
@@ -63,42 +62,39 @@ constexpr int kExitPass = 0;
 constexpr int kExitFail = 1;
 constexpr int kExitUsage = 2;
 
-struct IsolationLevel
-{
-	const char *option;			/* as given to --isolation and printed */
+struct IsolationLevel {
+	const char *option; /* as given to --isolation and printed */
 	const char *begin_sql;
 };
 
 const IsolationLevel kIsolationLevels[] = {
-	{"rc", "BEGIN ISOLATION LEVEL READ COMMITTED"},
-	{"rr", "BEGIN ISOLATION LEVEL REPEATABLE READ"},
-	{"serializable", "BEGIN ISOLATION LEVEL SERIALIZABLE"},
+    {"rc", "BEGIN ISOLATION LEVEL READ COMMITTED"},
+    {"rr", "BEGIN ISOLATION LEVEL REPEATABLE READ"},
+    {"serializable", "BEGIN ISOLATION LEVEL SERIALIZABLE"},
 };
 
-struct Options
-{
-	std::string conninfo;		/* "" = libpq's environment */
-	int			clients = 8;
-	double		seconds = 5.0;
-	int			keys = 1;
-	std::string name;			/* "" = a fresh name, so buckets start full */
+struct Options {
+	std::string conninfo; /* "" = libpq's environment */
+	int clients = 8;
+	double seconds = 5.0;
+	int keys = 1;
+	std::string name; /* "" = a fresh name, so buckets start full */
 	const IsolationLevel *isolation = &kIsolationLevels[0];
-	double		rollback = 0.10;
-	double		cost = 1.0;
-	double		rate = 200.0;
-	double		burst = 100.0;
-	double		lower_bound = 0.98;
-	uint64_t	seed = 0;
-	bool		seed_given = false;
+	double rollback = 0.10;
+	double cost = 1.0;
+	double rate = 200.0;
+	double burst = 100.0;
+	double lower_bound = 0.98;
+	uint64_t seed = 0;
+	bool seed_given = false;
 };
 
 /* What one client saw.  Only its own thread writes it until join(). */
-struct ClientStats
-{
-	long		transactions = 0;
-	long		rollbacks = 0;		/* chosen ROLLBACKs, not error recovery */
-	long		denials = 0;		/* committed transactions that were denied */
-	std::vector<long> grants;	/* committed grants per key */
+struct ClientStats {
+	long transactions = 0;
+	long rollbacks = 0;                 /* chosen ROLLBACKs, not error recovery */
+	long denials = 0;                   /* committed transactions that were denied */
+	std::vector<long> grants;           /* committed grants per key */
 	std::map<std::string, long> errors; /* count per SQLSTATE */
 	std::string first_error;
 	Clock::time_point first_error_at;
@@ -110,12 +106,11 @@ struct ClientStats
  * clock only once all are, then releases them together, so connection and
  * thread start-up never count towards T.
  */
-struct StartGate
-{
-	std::mutex	mutex;
+struct StartGate {
+	std::mutex mutex;
 	std::condition_variable cv;
-	int			ready = 0;
-	bool		open = false;
+	int ready = 0;
+	bool open = false;
 	Clock::time_point start;
 	Clock::time_point deadline;
 };
@@ -123,32 +118,33 @@ struct StartGate
 void
 usage(FILE *out)
 {
-	fprintf(out,
-			"Usage: ratelimit_load [OPTION]...\n"
-			"Load generator for rate_limit_take(): checks the admission bound and zero errors.\n"
-			"\n"
-			"  --conninfo STR       libpq connection string (default: \"\", i.e. PGHOST, PGPORT, ...)\n"
-			"  --clients N          connections, one thread each (default 8)\n"
-			"  --seconds S          run time, fractions allowed (default 5)\n"
-			"  --keys K             keys k0..k<K-1>, one chosen uniformly per transaction (default 1)\n"
-			"  --name STR           limit name (default load-<pid>-<epoch>, so buckets start full)\n"
-			"  --isolation LEVEL    rc, rr or serializable (default rc)\n"
-			"  --rollback P         fraction of transactions ended with ROLLBACK (default 0.10)\n"
-			"  --cost C             tokens per call (default 1)\n"
-			"  --rate R             tokens per second (default 200)\n"
-			"  --burst B            bucket capacity (default 100)\n"
-			"  --lower-bound F      with one key, require grants >= F*(burst+rate*T);\n"
-			"                       0 skips the check (default 0.98)\n"
-			"  --seed N             base of the per-thread random seeds (default: from pid and time)\n"
-			"  --help               show this help\n"
-			"\n"
-			"Exit status: 0 PASS, 1 FAIL, 2 usage or connection problem.\n");
+	fprintf(
+	    out,
+	    "Usage: ratelimit_load [OPTION]...\n"
+	    "Load generator for rate_limit_take(): checks the admission bound and zero errors.\n"
+	    "\n"
+	    "  --conninfo STR       libpq connection string (default: \"\", i.e. PGHOST, PGPORT, ...)\n"
+	    "  --clients N          connections, one thread each (default 8)\n"
+	    "  --seconds S          run time, fractions allowed (default 5)\n"
+	    "  --keys K             keys k0..k<K-1>, one chosen uniformly per transaction (default 1)\n"
+	    "  --name STR           limit name (default load-<pid>-<epoch>, so buckets start full)\n"
+	    "  --isolation LEVEL    rc, rr or serializable (default rc)\n"
+	    "  --rollback P         fraction of transactions ended with ROLLBACK (default 0.10)\n"
+	    "  --cost C             tokens per call (default 1)\n"
+	    "  --rate R             tokens per second (default 200)\n"
+	    "  --burst B            bucket capacity (default 100)\n"
+	    "  --lower-bound F      with one key, require grants >= F*(burst+rate*T);\n"
+	    "                       0 skips the check (default 0.98)\n"
+	    "  --seed N             base of the per-thread random seeds (default: from pid and time)\n"
+	    "  --help               show this help\n"
+	    "\n"
+	    "Exit status: 0 PASS, 1 FAIL, 2 usage or connection problem.\n");
 }
 
 bool
 parse_double(const char *text, double *out)
 {
-	char	   *end;
+	char *end;
 
 	errno = 0;
 	*out = strtod(text, &end);
@@ -158,7 +154,7 @@ parse_double(const char *text, double *out)
 bool
 parse_int(const char *text, long min, long max, long *out)
 {
-	char	   *end;
+	char *end;
 
 	errno = 0;
 	*out = strtol(text, &end, 10);
@@ -169,125 +165,128 @@ parse_int(const char *text, long min, long max, long *out)
 int
 parse_options(int argc, char **argv, Options *opts)
 {
-	enum
-	{
-		kOptConninfo = 256, kOptClients, kOptSeconds, kOptKeys, kOptName,
-		kOptIsolation, kOptRollback, kOptCost, kOptRate, kOptBurst,
-		kOptLowerBound, kOptSeed, kOptHelp
+	enum {
+		kOptConninfo = 256,
+		kOptClients,
+		kOptSeconds,
+		kOptKeys,
+		kOptName,
+		kOptIsolation,
+		kOptRollback,
+		kOptCost,
+		kOptRate,
+		kOptBurst,
+		kOptLowerBound,
+		kOptSeed,
+		kOptHelp
 	};
 	static const struct option long_options[] = {
-		{"conninfo", required_argument, nullptr, kOptConninfo},
-		{"clients", required_argument, nullptr, kOptClients},
-		{"seconds", required_argument, nullptr, kOptSeconds},
-		{"keys", required_argument, nullptr, kOptKeys},
-		{"name", required_argument, nullptr, kOptName},
-		{"isolation", required_argument, nullptr, kOptIsolation},
-		{"rollback", required_argument, nullptr, kOptRollback},
-		{"cost", required_argument, nullptr, kOptCost},
-		{"rate", required_argument, nullptr, kOptRate},
-		{"burst", required_argument, nullptr, kOptBurst},
-		{"lower-bound", required_argument, nullptr, kOptLowerBound},
-		{"seed", required_argument, nullptr, kOptSeed},
-		{"help", no_argument, nullptr, kOptHelp},
-		{nullptr, 0, nullptr, 0},
+	    {"conninfo", required_argument, nullptr, kOptConninfo},
+	    {"clients", required_argument, nullptr, kOptClients},
+	    {"seconds", required_argument, nullptr, kOptSeconds},
+	    {"keys", required_argument, nullptr, kOptKeys},
+	    {"name", required_argument, nullptr, kOptName},
+	    {"isolation", required_argument, nullptr, kOptIsolation},
+	    {"rollback", required_argument, nullptr, kOptRollback},
+	    {"cost", required_argument, nullptr, kOptCost},
+	    {"rate", required_argument, nullptr, kOptRate},
+	    {"burst", required_argument, nullptr, kOptBurst},
+	    {"lower-bound", required_argument, nullptr, kOptLowerBound},
+	    {"seed", required_argument, nullptr, kOptSeed},
+	    {"help", no_argument, nullptr, kOptHelp},
+	    {nullptr, 0, nullptr, 0},
 	};
-	int			c;
+	int c;
 
-	while ((c = getopt_long(argc, argv, "", long_options, nullptr)) != -1)
-	{
-		long		n;
-		double		d;
-		bool		ok = true;
+	while ((c = getopt_long(argc, argv, "", long_options, nullptr)) != -1) {
+		long n;
+		double d;
+		bool ok = true;
 
-		switch (c)
-		{
-			case kOptConninfo:
-				opts->conninfo = optarg;
-				break;
-			case kOptClients:
-				ok = parse_int(optarg, 1, 10000, &n);
-				opts->clients = static_cast<int>(n);
-				break;
-			case kOptSeconds:
-				ok = parse_double(optarg, &d) && d > 0 && d <= 86400;
-				opts->seconds = d;
-				break;
-			case kOptKeys:
-				ok = parse_int(optarg, 1, 100000000, &n);
-				opts->keys = static_cast<int>(n);
-				break;
-			case kOptName:
-				opts->name = optarg;
-				break;
-			case kOptIsolation:
-				ok = false;
-				for (const IsolationLevel &level : kIsolationLevels)
-				{
-					if (strcmp(optarg, level.option) == 0)
-					{
-						opts->isolation = &level;
-						ok = true;
-					}
+		switch (c) {
+		case kOptConninfo:
+			opts->conninfo = optarg;
+			break;
+		case kOptClients:
+			ok = parse_int(optarg, 1, 10000, &n);
+			opts->clients = static_cast<int>(n);
+			break;
+		case kOptSeconds:
+			ok = parse_double(optarg, &d) && d > 0 && d <= 86400;
+			opts->seconds = d;
+			break;
+		case kOptKeys:
+			ok = parse_int(optarg, 1, 100000000, &n);
+			opts->keys = static_cast<int>(n);
+			break;
+		case kOptName:
+			opts->name = optarg;
+			break;
+		case kOptIsolation:
+			ok = false;
+			for (const IsolationLevel &level : kIsolationLevels) {
+				if (strcmp(optarg, level.option) == 0) {
+					opts->isolation = &level;
+					ok = true;
 				}
-				break;
-			case kOptRollback:
-				ok = parse_double(optarg, &d) && d >= 0 && d <= 1;
-				opts->rollback = d;
-				break;
-			case kOptCost:
-				ok = parse_double(optarg, &d) && d >= 0;
-				opts->cost = d;
-				break;
-			case kOptRate:
-				ok = parse_double(optarg, &d) && d >= 0;
-				opts->rate = d;
-				break;
-			case kOptBurst:
-				ok = parse_double(optarg, &d) && d > 0;
-				opts->burst = d;
-				break;
-			case kOptLowerBound:
-				ok = parse_double(optarg, &d) && d >= 0 && d <= 1;
-				opts->lower_bound = d;
-				break;
-			case kOptSeed:
-				ok = parse_int(optarg, 0, LONG_MAX, &n);
-				opts->seed = static_cast<uint64_t>(n);
-				opts->seed_given = true;
-				break;
-			case kOptHelp:
-				usage(stdout);
-				return kExitPass;
-			default:
-				/* getopt_long has already said what is wrong */
-				fprintf(stderr, "Try \"ratelimit_load --help\" for more information.\n");
-				return kExitUsage;
+			}
+			break;
+		case kOptRollback:
+			ok = parse_double(optarg, &d) && d >= 0 && d <= 1;
+			opts->rollback = d;
+			break;
+		case kOptCost:
+			ok = parse_double(optarg, &d) && d >= 0;
+			opts->cost = d;
+			break;
+		case kOptRate:
+			ok = parse_double(optarg, &d) && d >= 0;
+			opts->rate = d;
+			break;
+		case kOptBurst:
+			ok = parse_double(optarg, &d) && d > 0;
+			opts->burst = d;
+			break;
+		case kOptLowerBound:
+			ok = parse_double(optarg, &d) && d >= 0 && d <= 1;
+			opts->lower_bound = d;
+			break;
+		case kOptSeed:
+			ok = parse_int(optarg, 0, LONG_MAX, &n);
+			opts->seed = static_cast<uint64_t>(n);
+			opts->seed_given = true;
+			break;
+		case kOptHelp:
+			usage(stdout);
+			return kExitPass;
+		default:
+			/* getopt_long has already said what is wrong */
+			fprintf(stderr, "Try \"ratelimit_load --help\" for more information.\n");
+			return kExitUsage;
 		}
-		if (!ok)
-		{
+		if (!ok) {
 			fprintf(stderr, "ratelimit_load: invalid value for --%s: \"%s\"\n",
-					long_options[c - kOptConninfo].name, optarg);
+			        long_options[c - kOptConninfo].name, optarg);
 			return kExitUsage;
 		}
 	}
-	if (optind < argc)
-	{
-		fprintf(stderr, "ratelimit_load: unexpected argument \"%s\"\n"
-				"Try \"ratelimit_load --help\" for more information.\n", argv[optind]);
+	if (optind < argc) {
+		fprintf(stderr,
+		        "ratelimit_load: unexpected argument \"%s\"\n"
+		        "Try \"ratelimit_load --help\" for more information.\n",
+		        argv[optind]);
 		return kExitUsage;
 	}
-	if (opts->cost > opts->burst)
-	{
+	if (opts->cost > opts->burst) {
 		/* the contract makes this an error on every call: nothing to measure */
 		fprintf(stderr, "ratelimit_load: --cost must not exceed --burst\n");
 		return kExitUsage;
 	}
 	if (opts->name.empty())
 		opts->name = "load-" + std::to_string(getpid()) + "-" +
-			std::to_string(static_cast<long long>(time(nullptr)));
+		             std::to_string(static_cast<long long>(time(nullptr)));
 	if (!opts->seed_given)
-		opts->seed = (static_cast<uint64_t>(getpid()) << 32) ^
-			static_cast<uint64_t>(time(nullptr));
+		opts->seed = (static_cast<uint64_t>(getpid()) << 32) ^ static_cast<uint64_t>(time(nullptr));
 	return -1;
 }
 
@@ -305,12 +304,10 @@ one_line(const char *message)
 
 /* Counts one error under `sqlstate` and keeps its message if it is the first. */
 void
-record_error(ClientStats *stats, const char *sqlstate, const char *what,
-			 const std::string &message)
+record_error(ClientStats *stats, const char *sqlstate, const char *what, const std::string &message)
 {
 	stats->errors[sqlstate]++;
-	if (stats->first_error.empty())
-	{
+	if (stats->first_error.empty()) {
 		stats->first_error = std::string(what) + ": " + message;
 		stats->first_error_at = Clock::now();
 	}
@@ -318,8 +315,7 @@ record_error(ClientStats *stats, const char *sqlstate, const char *what,
 
 /* Counts a failed statement by its SQLSTATE; `res` may be null. */
 void
-record_pq_error(ClientStats *stats, PGconn *conn, const PGresult *res,
-				const char *what)
+record_pq_error(ClientStats *stats, PGconn *conn, const PGresult *res, const char *what)
 {
 	const char *sqlstate = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
 	const char *message = res ? PQresultErrorMessage(res) : "";
@@ -336,18 +332,15 @@ record_pq_error(ClientStats *stats, PGconn *conn, const PGresult *res,
  * "succeeds" with the tag ROLLBACK, which must not count as a commit.
  */
 bool
-run_command(PGconn *conn, ClientStats *stats, const char *sql,
-			const char *expected_tag)
+run_command(PGconn *conn, ClientStats *stats, const char *sql, const char *expected_tag)
 {
-	PGresult   *res = PQexec(conn, sql);
-	bool		ok = res != nullptr && PQresultStatus(res) == PGRES_COMMAND_OK;
+	PGresult *res = PQexec(conn, sql);
+	bool ok = res != nullptr && PQresultStatus(res) == PGRES_COMMAND_OK;
 
 	if (!ok)
 		record_pq_error(stats, conn, res, sql);
-	else if (expected_tag && strcmp(PQcmdStatus(res), expected_tag) != 0)
-	{
-		record_error(stats, kSilentRollback, sql,
-					 std::string("command tag ") + PQcmdStatus(res));
+	else if (expected_tag && strcmp(PQcmdStatus(res), expected_tag) != 0) {
+		record_error(stats, kSilentRollback, sql, std::string("command tag ") + PQcmdStatus(res));
 		ok = false;
 	}
 	PQclear(res);
@@ -374,20 +367,18 @@ recover(PGconn *conn, ClientStats *stats)
 bool
 take(PGconn *conn, ClientStats *stats, const char *const values[5], bool *allowed)
 {
-	PGresult   *res = PQexecPrepared(conn, "take", 5, values, nullptr, nullptr, 0);
-	bool		ok = false;
+	PGresult *res = PQexecPrepared(conn, "take", 5, values, nullptr, nullptr, 0);
+	bool ok = false;
 
 	if (res == nullptr || PQresultStatus(res) != PGRES_TUPLES_OK)
 		record_pq_error(stats, conn, res, "rate_limit_take");
 	else if (PQntuples(res) != 1 || PQnfields(res) != 1)
 		record_error(stats, kBadResult, "rate_limit_take",
-					 "expected one row and one column, got " +
-					 std::to_string(PQntuples(res)) + " rows and " +
-					 std::to_string(PQnfields(res)) + " columns");
+		             "expected one row and one column, got " + std::to_string(PQntuples(res)) +
+		                 " rows and " + std::to_string(PQnfields(res)) + " columns");
 	else if (PQgetisnull(res, 0, 0))
 		record_error(stats, kBadResult, "rate_limit_take", "allowed is null");
-	else
-	{
+	else {
 		const char *value = PQgetvalue(res, 0, 0);
 
 		ok = strcmp(value, "t") == 0 || strcmp(value, "f") == 0;
@@ -395,7 +386,7 @@ take(PGconn *conn, ClientStats *stats, const char *const values[5], bool *allowe
 			*allowed = value[0] == 't';
 		else
 			record_error(stats, kBadResult, "rate_limit_take",
-						 std::string("allowed is \"") + value + "\"");
+			             std::string("allowed is \"") + value + "\"");
 	}
 	PQclear(res);
 	return ok;
@@ -403,15 +394,14 @@ take(PGconn *conn, ClientStats *stats, const char *const values[5], bool *allowe
 
 /* The body of one client thread: transactions until the deadline. */
 void
-run_client(PGconn *conn, int index, const Options &opts,
-		   const std::vector<std::string> &key_names, const std::string params[3],
-		   StartGate *gate, ClientStats *stats)
+run_client(PGconn *conn, int index, const Options &opts, const std::vector<std::string> &key_names,
+           const std::string params[3], StartGate *gate, ClientStats *stats)
 {
 	std::mt19937_64 rng(opts.seed + static_cast<uint64_t>(index) * 0x9E3779B97F4A7C15ULL);
 	std::uniform_int_distribution<int> pick_key(0, opts.keys - 1);
 	std::uniform_real_distribution<double> coin(0.0, 1.0);
-	const char *values[5] = {opts.name.c_str(), nullptr, params[0].c_str(),
-							 params[1].c_str(), params[2].c_str()};
+	const char *values[5] = {opts.name.c_str(), nullptr, params[0].c_str(), params[1].c_str(),
+	                         params[2].c_str()};
 	Clock::time_point deadline;
 
 	stats->grants.assign(static_cast<size_t>(opts.keys), 0);
@@ -424,32 +414,28 @@ run_client(PGconn *conn, int index, const Options &opts,
 		deadline = gate->deadline;
 	}
 
-	while (Clock::now() < deadline)
-	{
-		int			key = pick_key(rng);
-		bool		end_with_rollback = coin(rng) < opts.rollback;
-		bool		allowed = false;
+	while (Clock::now() < deadline) {
+		int key = pick_key(rng);
+		bool end_with_rollback = coin(rng) < opts.rollback;
+		bool allowed = false;
 
 		stats->transactions++;
 		values[1] = key_names[static_cast<size_t>(key)].c_str();
 
 		if (!run_command(conn, stats, opts.isolation->begin_sql, nullptr) ||
-			!take(conn, stats, values, &allowed))
-		{
+		    !take(conn, stats, values, &allowed)) {
 			if (!recover(conn, stats))
 				break;
 			continue;
 		}
-		if (end_with_rollback)
-		{
+		if (end_with_rollback) {
 			/* the contract says this refunds the tokens: never count them */
 			stats->rollbacks++;
 			if (!run_command(conn, stats, "ROLLBACK", "ROLLBACK") && !recover(conn, stats))
 				break;
 			continue;
 		}
-		if (!run_command(conn, stats, "COMMIT", "COMMIT"))
-		{
+		if (!run_command(conn, stats, "COMMIT", "COMMIT")) {
 			/* a grant counts only once committed */
 			if (!recover(conn, stats))
 				break;
@@ -472,37 +458,34 @@ open_client(const Options &opts, int index)
 	 * empty values fall back to libpq's environment (PGHOST, ...).
 	 */
 	const char *keywords[] = {"fallback_application_name", "connect_timeout", "dbname", nullptr};
-	const char *values[] = {"ratelimit_load",
-							getenv("PGCONNECT_TIMEOUT") ? "" : kConnectTimeout,
-							opts.conninfo.c_str(), nullptr};
-	PGconn	   *conn = PQconnectdbParams(keywords, values, 1);
+	const char *values[] = {"ratelimit_load", getenv("PGCONNECT_TIMEOUT") ? "" : kConnectTimeout,
+	                        opts.conninfo.c_str(), nullptr};
+	PGconn *conn = PQconnectdbParams(keywords, values, 1);
 	std::string setup = std::string("SET statement_timeout = '") + kStatementTimeout + "'";
-	const Oid	param_types[5] = {25, 25, 701, 701, 701};	/* text, text, float8 x 3 */
-	PGresult   *res;
+	const Oid param_types[5] = {25, 25, 701, 701, 701}; /* text, text, float8 x 3 */
+	PGresult *res;
 
-	if (conn == nullptr || PQstatus(conn) != CONNECTION_OK)
-	{
+	if (conn == nullptr || PQstatus(conn) != CONNECTION_OK) {
 		fprintf(stderr, "ratelimit_load: connection %d failed: %s\n", index,
-				conn ? one_line(PQerrorMessage(conn)).c_str() : "out of memory");
+		        conn ? one_line(PQerrorMessage(conn)).c_str() : "out of memory");
 		PQfinish(conn);
 		return nullptr;
 	}
 	res = PQexec(conn, setup.c_str());
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-	{
-		fprintf(stderr, "ratelimit_load: connection %d: %s failed: %s\n", index,
-				setup.c_str(), one_line(PQerrorMessage(conn)).c_str());
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		fprintf(stderr, "ratelimit_load: connection %d: %s failed: %s\n", index, setup.c_str(),
+		        one_line(PQerrorMessage(conn)).c_str());
 		PQclear(res);
 		PQfinish(conn);
 		return nullptr;
 	}
 	PQclear(res);
 	res = PQprepare(conn, "take", kTakeSql, 5, param_types);
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-	{
-		fprintf(stderr, "ratelimit_load: connection %d: cannot prepare %s: %s\n"
-				"ratelimit_load: is the extension installed (CREATE EXTENSION ratelimit)?\n",
-				index, kTakeSql, one_line(PQerrorMessage(conn)).c_str());
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		fprintf(stderr,
+		        "ratelimit_load: connection %d: cannot prepare %s: %s\n"
+		        "ratelimit_load: is the extension installed (CREATE EXTENSION ratelimit)?\n",
+		        index, kTakeSql, one_line(PQerrorMessage(conn)).c_str());
 		PQclear(res);
 		PQfinish(conn);
 		return nullptr;
@@ -515,7 +498,7 @@ open_client(const Options &opts, int index)
 std::string
 format_double(double value)
 {
-	char		buf[64];
+	char buf[64];
 
 	snprintf(buf, sizeof(buf), "%.17g", value);
 	return buf;
@@ -526,8 +509,8 @@ format_double(double value)
 int
 main(int argc, char **argv)
 {
-	Options		opts;
-	int			status = parse_options(argc, argv, &opts);
+	Options opts;
+	int status = parse_options(argc, argv, &opts);
 
 	if (status >= 0)
 		return status;
@@ -537,17 +520,15 @@ main(int argc, char **argv)
 	for (int i = 0; i < opts.keys; i++)
 		key_names.push_back("k" + std::to_string(i));
 	const std::string params[3] = {format_double(opts.cost), format_double(opts.rate),
-								   format_double(opts.burst)};
+	                               format_double(opts.burst)};
 
 	/* Connect everyone before anyone starts: a failure is a setup problem. */
 	std::vector<PGconn *> conns;
 
-	for (int i = 0; i < opts.clients; i++)
-	{
-		PGconn	   *conn = open_client(opts, i);
+	for (int i = 0; i < opts.clients; i++) {
+		PGconn *conn = open_client(opts, i);
 
-		if (conn == nullptr)
-		{
+		if (conn == nullptr) {
 			for (PGconn *c : conns)
 				PQfinish(c);
 			return kExitUsage;
@@ -555,21 +536,20 @@ main(int argc, char **argv)
 		conns.push_back(conn);
 	}
 
-	StartGate	gate;
+	StartGate gate;
 	std::vector<ClientStats> stats(static_cast<size_t>(opts.clients));
 	std::vector<std::thread> threads;
 
 	for (int i = 0; i < opts.clients; i++)
 		threads.emplace_back(run_client, conns[static_cast<size_t>(i)], i, std::cref(opts),
-							 std::cref(key_names), params, &gate,
-							 &stats[static_cast<size_t>(i)]);
+		                     std::cref(key_names), params, &gate, &stats[static_cast<size_t>(i)]);
 	{
 		std::unique_lock<std::mutex> lock(gate.mutex);
 
 		gate.cv.wait(lock, [&] { return gate.ready == opts.clients; });
 		gate.start = Clock::now();
 		gate.deadline = gate.start + std::chrono::duration_cast<Clock::duration>(
-			std::chrono::duration<double>(opts.seconds));
+		                                 std::chrono::duration<double>(opts.seconds));
 		gate.open = true;
 	}
 	gate.cv.notify_all();
@@ -579,30 +559,28 @@ main(int argc, char **argv)
 		PQfinish(c);
 
 	/* Add it all up. */
-	long		transactions = 0;
-	long		rollbacks = 0;
-	long		denials = 0;
-	long		total_grants = 0;
-	long		error_count = 0;
+	long transactions = 0;
+	long rollbacks = 0;
+	long denials = 0;
+	long total_grants = 0;
+	long error_count = 0;
 	std::vector<long> grants(static_cast<size_t>(opts.keys), 0);
 	std::map<std::string, long> errors;
 	const ClientStats *first_error = nullptr;
 	Clock::time_point finished = gate.start;
 
-	for (const ClientStats &s : stats)
-	{
+	for (const ClientStats &s : stats) {
 		transactions += s.transactions;
 		rollbacks += s.rollbacks;
 		denials += s.denials;
 		for (size_t k = 0; k < grants.size(); k++)
 			grants[k] += s.grants[k];
-		for (const auto &e : s.errors)
-		{
+		for (const auto &e : s.errors) {
 			errors[e.first] += e.second;
 			error_count += e.second;
 		}
 		if (!s.first_error.empty() &&
-			(first_error == nullptr || s.first_error_at < first_error->first_error_at))
+		    (first_error == nullptr || s.first_error_at < first_error->first_error_at))
 			first_error = &s;
 		finished = std::max(finished, s.finished);
 	}
@@ -617,65 +595,60 @@ main(int argc, char **argv)
 	 * the upper bound, as it must, but must not raise the lower one.  Bounds
 	 * are printed in grants (calls) rather than tokens.
 	 */
-	double		elapsed = std::chrono::duration<double>(finished - gate.start).count();
-	double		ceiling = opts.burst + opts.rate * elapsed;
-	double		lower_window = std::min(elapsed, opts.seconds);
-	double		cost = opts.cost > 0 ? opts.cost : 1.0;
-	double		bound = opts.cost > 0 ? (ceiling + 1.0) / cost : HUGE_VAL;
-	double		lower = opts.lower_bound * (opts.burst + opts.rate * lower_window) / cost;
-	bool		check_lower = opts.keys == 1 && opts.lower_bound > 0 && opts.cost > 0;
-	long		max_grants = 0;
-	int			max_key = 0;
-	int			keys_granted = 0;
-	bool		pass = error_count == 0;
+	double elapsed = std::chrono::duration<double>(finished - gate.start).count();
+	double ceiling = opts.burst + opts.rate * elapsed;
+	double lower_window = std::min(elapsed, opts.seconds);
+	double cost = opts.cost > 0 ? opts.cost : 1.0;
+	double bound = opts.cost > 0 ? (ceiling + 1.0) / cost : HUGE_VAL;
+	double lower = opts.lower_bound * (opts.burst + opts.rate * lower_window) / cost;
+	bool check_lower = opts.keys == 1 && opts.lower_bound > 0 && opts.cost > 0;
+	long max_grants = 0;
+	int max_key = 0;
+	int keys_granted = 0;
+	bool pass = error_count == 0;
 	std::vector<std::string> reasons;
 
-	for (int k = 0; k < opts.keys; k++)
-	{
-		long		g = grants[static_cast<size_t>(k)];
+	for (int k = 0; k < opts.keys; k++) {
+		long g = grants[static_cast<size_t>(k)];
 
 		total_grants += g;
 		keys_granted += g > 0;
-		if (g > max_grants)
-		{
+		if (g > max_grants) {
 			max_grants = g;
 			max_key = k;
 		}
 	}
-	if (static_cast<double>(max_grants) > bound)
-	{
+	if (static_cast<double>(max_grants) > bound) {
 		/* the worst key is the one to report; any key over is a failure */
 		pass = false;
 		reasons.push_back("key " + key_names[static_cast<size_t>(max_key)] + " got " +
-						  std::to_string(max_grants) + " grants, above the admission bound");
+		                  std::to_string(max_grants) + " grants, above the admission bound");
 	}
-	if (check_lower && static_cast<double>(total_grants) < lower)
-	{
+	if (check_lower && static_cast<double>(total_grants) < lower) {
 		pass = false;
 		/* without denials the limiter was never the bottleneck: say so */
 		if (denials > 0)
-			reasons.push_back("only " + std::to_string(total_grants) + " grants and " +
-							  std::to_string(denials) +
-							  " denials: below the lower bound, the limiter denied what it may grant");
+			reasons.push_back(
+			    "only " + std::to_string(total_grants) + " grants and " + std::to_string(denials) +
+			    " denials: below the lower bound, the limiter denied what it may grant");
 		else
 			reasons.push_back("only " + std::to_string(total_grants) +
-							  " grants and no denials: the load never saturated the limit; "
-							  "lower --rate or --burst, add --clients, or pass --lower-bound 0");
+			                  " grants and no denials: the load never saturated the limit; "
+			                  "lower --rate or --burst, add --clients, or pass --lower-bound 0");
 	}
 
 	printf("load: isolation=%s clients=%d keys=%d seconds=%.2f transactions=%ld rollbacks=%ld",
-		   opts.isolation->option, opts.clients, opts.keys, elapsed, transactions, rollbacks);
+	       opts.isolation->option, opts.clients, opts.keys, elapsed, transactions, rollbacks);
 	if (opts.keys == 1)
 		printf(" grants=%ld bound=%.1f", total_grants, bound);
 	else
-		printf(" grants=%ld max_key_grants=%ld bound=%.1f keys_granted=%d",
-			   total_grants, max_grants, bound, keys_granted);
+		printf(" grants=%ld max_key_grants=%ld bound=%.1f keys_granted=%d", total_grants,
+		       max_grants, bound, keys_granted);
 	if (check_lower)
 		printf(" lower=%.1f", lower);
 	printf(" errors=%ld %s\n", error_count, pass ? "PASS" : "FAIL");
 
-	if (error_count > 0)
-	{
+	if (error_count > 0) {
 		printf("load: errors by sqlstate:");
 		for (const auto &e : errors)
 			printf(" %s=%ld", e.first.c_str(), e.second);

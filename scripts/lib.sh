@@ -1,0 +1,281 @@
+# shellcheck shell=bash
+# Shared helpers for scripts/test, scripts/demo and test/cluster/*.sh.
+# Source it (". scripts/lib.sh"); it does nothing on its own.
+#
+#   ensure_packages     install the Debian packages the project needs (root), or
+#                       print the command that would (not root) and exit 1
+#   build_and_install   make, then make install
+#   cluster_start       a throwaway PostgreSQL 15 cluster in a fresh temporary
+#                       directory, on a unix socket only; exports PGHOST, PGPORT,
+#                       PGUSER and PGDATABASE for clients
+#   cluster_stop        stop it and remove its directory
+#   cluster_log         path of the running cluster's server log
+#   rl_at_exit CMD      run CMD when the script exits
+#   rl_as_owner CMD...  run a server program as the cluster's owner ("postgres"
+#                       when root), from $RL_CLUSTER_DIR
+#   rl_pick_port        a port number no local server seems to use
+#   rl_log, rl_warn, rl_die MESSAGE
+#
+# While a cluster runs, $RL_CLUSTER_DIR is its directory (socket, server.log,
+# data/); everything in it is removed by cluster_stop.
+#
+# lib.sh owns the EXIT, INT, TERM, HUP and PIPE traps: whatever way the script
+# ends, a cluster it started is stopped and its directory removed.  Scripts that
+# need more cleanup register it with rl_at_exit instead of setting a trap.
+
+RL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RL_PG_MAJOR=15
+RL_PG_BINDIR=/usr/lib/postgresql/$RL_PG_MAJOR/bin
+
+# initdb, pg_ctl, postgres, psql and pgbench of PostgreSQL 15 come first.
+export PATH="$RL_PG_BINDIR:$PATH"
+# Debian's /usr/bin/pg_config answers for the newest server-dev package
+# installed; the Makefile reads PG_CONFIG.
+export PG_CONFIG=/usr/bin/pg_config
+# Predictable messages and collation for the tools and the tests.
+export LC_ALL=C.UTF-8
+unset LANGUAGE
+
+RL_PACKAGES=(
+    postgresql-15              # server: postgres, initdb, pg_ctl, pgbench
+    postgresql-client-15       # psql, pg_regress, pg_isolation_regress
+    postgresql-server-dev-15   # server headers and PGXS
+    libpq-dev                  # libpq for the load generator; /usr/bin/pg_config
+    g++
+    make
+    libgtest-dev               # GoogleTest for the unit tests
+    util-linux                 # runuser
+    passwd                     # useradd
+)
+
+rl_log() { printf '==> %s\n' "$*"; }
+rl_warn() { printf 'warning: %s\n' "$*" >&2; }
+rl_die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+rl_is_root() { [ "$(id -u)" -eq 0 ]; }
+
+# ---------------------------------------------------------------------------
+# Exit handling
+
+RL_EXIT_HOOKS=()
+RL_POLICY_RC_CREATED=
+RL_CLUSTER_DIR=
+RL_CLUSTER_DATA=
+
+rl_at_exit() { RL_EXIT_HOOKS+=("$1"); }
+
+rl__on_exit() {
+    local rc=$? hook
+    trap - EXIT INT TERM HUP
+    # A closed stdout (scripts/demo | head) must not kill the cleanup.
+    trap '' PIPE
+    set +e
+    for hook in "${RL_EXIT_HOOKS[@]}"; do
+        eval "$hook"
+    done
+    cluster_stop
+    if [ -n "$RL_POLICY_RC_CREATED" ]; then
+        rm -f /usr/sbin/policy-rc.d
+        RL_POLICY_RC_CREATED=
+    fi
+    exit "$rc"
+}
+
+trap rl__on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+trap 'exit 141' PIPE
+
+# ---------------------------------------------------------------------------
+# Packages
+
+rl_missing_packages() {
+    local p status
+    for p in "${RL_PACKAGES[@]}"; do
+        status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+        [ "$status" = installed ] || printf '%s\n' "$p"
+    done
+}
+
+ensure_packages() {
+    command -v dpkg-query >/dev/null 2>&1 ||
+        rl_die "dpkg-query not found: these scripts expect Debian 12 (bookworm)"
+    local missing
+    mapfile -t missing < <(rl_missing_packages)
+    if [ ${#missing[@]} -gt 0 ]; then
+        if ! rl_is_root; then
+            printf 'error: missing Debian packages: %s\n' "${missing[*]}" >&2
+            printf 'Install them with:\n\n' >&2
+            printf '    sudo apt-get update && sudo apt-get install -y --no-install-recommends %s\n\n' \
+                "${missing[*]}" >&2
+            printf 'then run %s again.\n' "$0" >&2
+            exit 1
+        fi
+        rl_log "installing Debian packages: ${missing[*]}"
+        # Installing postgresql-15 would start Debian's own cluster on port
+        # 5432; these scripts start and stop their own clusters only.
+        if [ ! -e /usr/sbin/policy-rc.d ]; then
+            printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+            chmod 755 /usr/sbin/policy-rc.d
+            RL_POLICY_RC_CREATED=1
+        fi
+        apt-get update -q || rl_die "apt-get update failed"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+            -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+            "${missing[@]}" || rl_die "apt-get install failed"
+        if [ -n "$RL_POLICY_RC_CREATED" ]; then
+            rm -f /usr/sbin/policy-rc.d
+            RL_POLICY_RC_CREATED=
+        fi
+        mapfile -t missing < <(rl_missing_packages)
+        [ ${#missing[@]} -eq 0 ] || rl_die "still missing after apt-get install: ${missing[*]}"
+    fi
+
+    [ -x "$PG_CONFIG" ] || rl_die "$PG_CONFIG not found (package libpq-dev)"
+    local version
+    version=$("$PG_CONFIG" --version)
+    case $version in
+        "PostgreSQL $RL_PG_MAJOR".*) ;;
+        *)  # another server-dev version is installed as well: ask 15's own.
+            export PG_CONFIG=$RL_PG_BINDIR/pg_config ;;
+    esac
+    local pgxs tool
+    pgxs=$(dirname "$("$PG_CONFIG" --pgxs)")/../..
+    for tool in "$RL_PG_BINDIR/initdb" "$RL_PG_BINDIR/pg_ctl" "$RL_PG_BINDIR/postgres" \
+                "$RL_PG_BINDIR/psql" "$pgxs/src/test/regress/pg_regress" \
+                "$pgxs/src/test/isolation/pg_isolation_regress"; do
+        [ -x "$tool" ] || rl_die "$tool not found after installing ${RL_PACKAGES[*]}"
+    done
+}
+
+# ---------------------------------------------------------------------------
+# Build
+
+# True if every file "make install" would copy is already installed unchanged.
+rl_installed_matches_build() {
+    local libdir=$1 extdir=$2 f
+    cmp -s "$RL_ROOT/ratelimit.so" "$libdir/ratelimit.so" || return 1
+    cmp -s "$RL_ROOT/ratelimit.control" "$extdir/ratelimit.control" || return 1
+    for f in "$RL_ROOT"/sql/ratelimit--*.sql; do
+        [ -e "$f" ] || continue
+        cmp -s "$f" "$extdir/$(basename "$f")" || return 1
+    done
+}
+
+build_and_install() {
+    local libdir extdir
+    libdir=$("$PG_CONFIG" --pkglibdir)
+    extdir=$("$PG_CONFIG" --sharedir)/extension
+    rl_log "building the extension"
+    make -C "$RL_ROOT" -s || rl_die "the build failed"
+    if ! rl_is_root && { [ ! -w "$libdir" ] || [ ! -w "$extdir" ]; }; then
+        if rl_installed_matches_build "$libdir" "$extdir"; then
+            rl_log "the installed extension matches this build"
+            return 0
+        fi
+        printf 'error: %s and %s are not writable by %s.\n' "$libdir" "$extdir" "$(id -un)" >&2
+        printf 'Install the build with:\n\n    (cd %q && sudo make install PG_CONFIG=%q)\n\n' \
+            "$RL_ROOT" "$PG_CONFIG" >&2
+        printf 'then run %s again.\n' "$0" >&2
+        exit 1
+    fi
+    rl_log "installing the extension into $libdir and $extdir"
+    make -C "$RL_ROOT" -s install || rl_die "make install failed"
+}
+
+# ---------------------------------------------------------------------------
+# Throwaway cluster
+
+# Run a PostgreSQL server program as the cluster's owner, from the cluster's
+# directory (the owner may not be allowed into the caller's one).
+rl_as_owner() {
+    if rl_is_root; then
+        (cd "$RL_CLUSTER_DIR" && runuser -u postgres -- "$@")
+    else
+        (cd "$RL_CLUSTER_DIR" && "$@")
+    fi
+}
+
+rl_pick_port() {
+    local port tries=0
+    while :; do
+        port=$((54000 + RANDOM % 1000))
+        if [ ! -e "/tmp/.s.PGSQL.$port" ] && [ ! -e "/var/run/postgresql/.s.PGSQL.$port" ]; then
+            printf '%s\n' "$port"
+            return 0
+        fi
+        tries=$((tries + 1))
+        [ "$tries" -lt 100 ] || rl_die "no free port found between 54000 and 54999"
+    done
+}
+
+cluster_start() {
+    [ -z "$RL_CLUSTER_DIR" ] || rl_die "cluster_start: a cluster is already running in $RL_CLUSTER_DIR"
+    # /tmp, not $TMPDIR: the server user must reach it and socket paths are short.
+    RL_CLUSTER_DIR=$(mktemp -d /tmp/ratelimit-pg.XXXXXX)
+    RL_CLUSTER_DATA=$RL_CLUSTER_DIR/data
+    if rl_is_root; then
+        # PostgreSQL refuses to run as root: the cluster belongs to "postgres".
+        if ! id -u postgres >/dev/null 2>&1; then
+            rl_log "creating the operating system user postgres"
+            useradd --system --user-group --home-dir /var/lib/postgresql \
+                --shell /bin/bash postgres || rl_die "useradd postgres failed"
+        fi
+        chown postgres: "$RL_CLUSTER_DIR"
+    fi
+    chmod 700 "$RL_CLUSTER_DIR"
+
+    local port
+    port=$(rl_pick_port)
+    rl_log "starting a PostgreSQL $RL_PG_MAJOR cluster in $RL_CLUSTER_DIR (socket only, port $port)"
+    if ! rl_as_owner "$RL_PG_BINDIR/initdb" -D "$RL_CLUSTER_DATA" -A trust -U postgres \
+            --no-sync -E UTF8 --locale=C.UTF-8 >"$RL_CLUSTER_DIR/initdb.log" 2>&1; then
+        cat "$RL_CLUSTER_DIR/initdb.log" >&2
+        rl_die "initdb failed"
+    fi
+    rl_as_owner tee -a "$RL_CLUSTER_DATA/postgresql.conf" >/dev/null <<EOF
+
+# throwaway test cluster
+listen_addresses = ''
+unix_socket_directories = '$RL_CLUSTER_DIR'
+port = $port
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+max_connections = 50
+max_prepared_transactions = 10
+shared_buffers = 256MB
+EOF
+    if ! rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$RL_CLUSTER_DATA" -l "$RL_CLUSTER_DIR/server.log" \
+            -w -t 60 start >/dev/null; then
+        tail -n 30 "$RL_CLUSTER_DIR/server.log" >&2 || true
+        rl_die "the server did not start"
+    fi
+
+    unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGOPTIONS PGPASSWORD PGPASSFILE PGSSLMODE
+    export PGHOST=$RL_CLUSTER_DIR PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+}
+
+# Stop the cluster started by cluster_start (if any) and remove its directory.
+cluster_stop() {
+    [ -n "$RL_CLUSTER_DIR" ] || return 0
+    local dir=$RL_CLUSTER_DIR data=$RL_CLUSTER_DATA pid
+    if [ -f "$data/postmaster.pid" ]; then
+        rl_log "stopping the cluster in $dir"
+        if ! rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$data" -m fast -w -t 30 stop >/dev/null 2>&1 &&
+           ! rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$data" -m immediate -w -t 30 stop >/dev/null 2>&1; then
+            pid=$(head -n 1 "$data/postmaster.pid" 2>/dev/null || true)
+            if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+                rl_warn "the server (pid $pid) did not stop; killing it"
+                kill -KILL "$pid" 2>/dev/null || true
+            fi
+        fi
+    fi
+    rm -rf "$dir"
+    RL_CLUSTER_DIR=
+    RL_CLUSTER_DATA=
+    unset PGHOST PGPORT PGUSER PGDATABASE
+}
+
+# Path of the server log of the running cluster (empty if none).
+cluster_log() { [ -z "$RL_CLUSTER_DIR" ] || printf '%s\n' "$RL_CLUSTER_DIR/server.log"; }
