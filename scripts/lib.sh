@@ -7,7 +7,8 @@
 #   build_and_install   make, then make install
 #   cluster_start       a throwaway PostgreSQL 15 cluster in a fresh temporary
 #                       directory, on a unix socket only; exports PGHOST, PGPORT,
-#                       PGUSER and PGDATABASE for clients
+#                       PGUSER and PGDATABASE for clients (RL_SHARED_BUFFERS
+#                       overrides its shared_buffers, 256MB by default)
 #   cluster_stop        stop it and remove its directory
 #   cluster_log         path of the running cluster's server log
 #   rl_at_exit CMD      run CMD when the script exits
@@ -244,7 +245,7 @@ synchronous_commit = off
 full_page_writes = off
 max_connections = 50
 max_prepared_transactions = 10
-shared_buffers = 256MB
+shared_buffers = ${RL_SHARED_BUFFERS:-256MB}
 EOF
     if ! rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$RL_CLUSTER_DATA" -l "$RL_CLUSTER_DIR/server.log" \
             -w -t 60 start >/dev/null; then

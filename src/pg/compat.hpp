@@ -39,21 +39,21 @@
 
 /*
  * heap_update: 16 replaced "is the new tuple heap-only" with a TU_UpdateIndexes
- * result.  RlHeapUpdate returns the TM_Result and sets *needs_index to whether
- * the new version needs an index entry.
+ * result.  RlHeapUpdate returns the TM_Result and, on success, sets
+ * *needs_index to whether the new version needs an index entry.
  */
 static inline TM_Result
-RlHeapUpdate(Relation rel, ItemPointer otid, HeapTuple newtup, CommandId cid, TM_FailureData *tmfd,
-             bool *needs_index)
+RlHeapUpdate(Relation rel, ItemPointer otid, HeapTuple newtup, CommandId cid, bool wait,
+             TM_FailureData *tmfd, bool *needs_index)
 {
 	LockTupleMode lockmode;
 #if PG_VERSION_NUM >= 160000
 	TU_UpdateIndexes update_indexes = TU_None;
-	TM_Result result = heap_update(rel, otid, newtup, cid, InvalidSnapshot, true, tmfd, &lockmode,
+	TM_Result result = heap_update(rel, otid, newtup, cid, InvalidSnapshot, wait, tmfd, &lockmode,
 	                               &update_indexes);
 	*needs_index = (update_indexes == TU_All); /* btree is never summarizing */
 #else
-	TM_Result result = heap_update(rel, otid, newtup, cid, InvalidSnapshot, true, tmfd, &lockmode);
+	TM_Result result = heap_update(rel, otid, newtup, cid, InvalidSnapshot, wait, tmfd, &lockmode);
 	*needs_index = !HeapTupleIsHeapOnly(newtup);
 #endif
 	return result;

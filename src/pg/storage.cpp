@@ -12,12 +12,14 @@
  * Locking rules
  * - Relations: a check takes AccessShareLock, a take or reset
  *   RowExclusiveLock, on the table and its index, held to transaction end.
- * - A grant (or a reset) locks the row's latest version with
- *   LockTupleNoKeyExclusive and TUPLE_LOCK_FLAG_FIND_LAST_VERSION, waiting
- *   for any in-flight writer, then reads the clock and decides again on what
- *   it locked.  The lock and the new version belong to the caller's
- *   (sub)transaction, so ROLLBACK refunds and a second taker waits for the
- *   first to end.
+ * - A grant replaces the version it was decided on with heap_update(), not
+ *   waiting: that succeeds only if the version is still the latest and
+ *   nobody holds or is changing it.  Otherwise (and for a reset) it locks the
+ *   row's latest version with LockTupleNoKeyExclusive and
+ *   TUPLE_LOCK_FLAG_FIND_LAST_VERSION, waiting for any in-flight writer,
+ *   then reads the clock and decides again on what it locked.  The new
+ *   version (and the lock) belong to the caller's (sub)transaction, so
+ *   ROLLBACK refunds and a second taker waits for the first to end.
  * - A denial is decided on the latest committed version without locking or
  *   writing: any in-flight writer can only leave fewer tokens, or, if it
  *   resets the bucket, be ordered after this call.  A check or a cost-0 look
@@ -235,23 +237,31 @@ InsertBucket(Relation heap, Relation index, text *name, text *key, const core::B
 	heap_freetuple(tuple);
 }
 
-/* Replaces the version at `tid`, which this transaction has locked. */
-void
-UpdateBucket(Relation heap, Relation index, ItemPointer tid, CommandId cid, text *name, text *key,
-             const core::Bucket &bucket)
+/*
+ * Replaces the version at `tid` by `bucket`.  With `wait` false it gives up,
+ * changing nothing, if another transaction holds or is changing the version
+ * (TM_BeingModified) or has replaced it (TM_Updated, TM_Deleted); with `wait`
+ * true the caller must hold the row lock, and anything but TM_Ok is a bug.
+ */
+TM_Result
+UpdateBucket(Relation heap, Relation index, ItemPointer tid, CommandId cid, bool wait, text *name,
+             text *key, const core::Bucket &bucket)
 {
 	HeapTuple tuple = FormBucketTuple(heap, name, key, bucket);
 	TM_FailureData tmfd;
 	bool needs_index = false;
-	TM_Result result = RlHeapUpdate(heap, tid, tuple, cid, &tmfd, &needs_index);
-	if (result != TM_Ok)
-		elog(ERROR, "could not update locked rate limit bucket: result %d",
-		     static_cast<int>(result));
-	/* Not HOT (the page was full): the key is unchanged, which lets btree
-	 * delete the older duplicates bottom-up. */
-	if (needs_index)
-		InsertIndexEntry(heap, index, name, key, &tuple->t_self, true);
+	TM_Result result = RlHeapUpdate(heap, tid, tuple, cid, wait, &tmfd, &needs_index);
+	if (result == TM_Ok) {
+		/* Not HOT (the page was full): the key is unchanged, which lets btree
+		 * delete the older duplicates bottom-up. */
+		if (needs_index)
+			InsertIndexEntry(heap, index, name, key, &tuple->t_self, true);
+	} else if (wait ||
+	           (result != TM_BeingModified && result != TM_Updated && result != TM_Deleted)) {
+		elog(ERROR, "could not update rate limit bucket: result %d", static_cast<int>(result));
+	}
 	heap_freetuple(tuple);
+	return result;
 }
 
 /* Locks the latest version of the row found in `slot`, waiting for any
@@ -351,12 +361,26 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const core::Reques
 		}
 
 		CommandId cid = GetCurrentCommandId(true);
+		if (!TransactionIdIsValid(dirty.xmax)) {
+			/* Nobody was changing the row: replace the very version decided
+			 * on, without waiting.  Success means it was still the latest and
+			 * unlocked, so the decision and the clock reading stand. */
+			TM_Result result =
+			    UpdateBucket(heap, index, &slot->tts_tid, cid, false, name, key, decision.next);
+			if (result == TM_Ok) {
+				wrote = true;
+				break;
+			}
+			if (result != TM_BeingModified)
+				continue; /* replaced or deleted meanwhile: look again */
+		}
+		/* Contended: lock the latest version, waiting for its writer, and
+		 * decide again on it with the clock read after the wait. */
 		if (!LockLatestVersion(heap, slot, &dirty, cid))
 			continue;
-		/* Decide again on the locked version, with the clock read after the wait. */
 		decision = core::Decide(ReadBucket(slot), limit, request, ClockNow());
 		if (decision.write) {
-			UpdateBucket(heap, index, &slot->tts_tid, cid, name, key, decision.next);
+			(void)UpdateBucket(heap, index, &slot->tts_tid, cid, true, name, key, decision.next);
 			wrote = true;
 		}
 		break;

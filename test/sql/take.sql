@@ -148,3 +148,27 @@ SELECT count(*) AS advisory_locks_held FROM pg_locks
     WHERE locktype = 'advisory' AND objsubid = 21068 AND pid = pg_backend_pid();
 COMMIT;
 SELECT count(*) FROM ratelimit.buckets WHERE name = 'many';
+
+-- A denial writes nothing: no transaction id is assigned, the row version is
+-- the same one (same ctid and xmin), and no update is counted.
+SELECT allowed FROM rate_limit_take('deny', 'k', 1, 0, 1);
+SELECT ctid AS ctid_before, xmin AS xmin_before FROM ratelimit.buckets WHERE name = 'deny' \gset
+SELECT pg_stat_force_next_flush();
+SELECT n_tup_upd AS updates_before FROM pg_stat_user_tables WHERE relid = 'ratelimit.buckets'::regclass \gset
+BEGIN;
+SELECT allowed, remaining FROM rate_limit_take('deny', 'k', 1, 0, 1);
+SELECT allowed, remaining FROM rate_limit_take('deny', 'k', 1, 0, 1, reserve => true);
+SELECT allowed, remaining FROM rate_limit_check('deny', 'k', 1, 0, 1);
+SELECT allowed, remaining FROM rate_limit_take('deny', 'k', 0, 0, 1);
+SELECT txid_current_if_assigned() IS NULL AS no_transaction_id;
+COMMIT;
+SELECT pg_stat_force_next_flush();
+SELECT ctid = :'ctid_before' AND xmin = :'xmin_before' AS same_row_version
+    FROM ratelimit.buckets WHERE name = 'deny';
+SELECT n_tup_upd - :updates_before AS updates FROM pg_stat_user_tables
+    WHERE relid = 'ratelimit.buckets'::regclass;
+-- whereas a grant does write (the check above can fail)
+BEGIN;
+SELECT allowed FROM rate_limit_take('deny', 'granted', 1, 0, 1);
+SELECT txid_current_if_assigned() IS NOT NULL AS transaction_id_assigned;
+COMMIT;
