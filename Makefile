@@ -58,20 +58,32 @@ $(LOAD_BIN): $(wildcard test/load/*.cpp test/load/*.hpp)
 load: $(LOAD_BIN)
 
 # --- isolation specs at one isolation level (every session's default) ---
+# PGOPTIONS is exported (the PGXS macro is "echo ... && pg_isolation_regress")
+# with the space escaped as libpq expects; the level actually in force is
+# checked before the run.
+empty :=
+space := $(empty) $(empty)
 ISOLATION_LEVEL ?= read committed
-ISOLATION_OUTPUT = output_iso/$(subst $() ,_,$(ISOLATION_LEVEL))
+ISOLATION_OUTPUT = output_iso/$(subst $(space),_,$(ISOLATION_LEVEL))
 isolationcheck:
 	@mkdir -p $(ISOLATION_OUTPUT)
-	PGOPTIONS="-c default_transaction_isolation='$(ISOLATION_LEVEL)'" \
+	export PGOPTIONS="$$PGOPTIONS -c default_transaction_isolation=$(subst $(space),\ ,$(ISOLATION_LEVEL))"; \
+	level=$$(psql -X -A -t -d postgres -c 'SHOW default_transaction_isolation') || exit 1; \
+	if [ "$$level" != "$(ISOLATION_LEVEL)" ]; then \
+		echo "isolationcheck: sessions run at '$$level', not '$(ISOLATION_LEVEL)'" >&2; exit 1; \
+	fi; \
 	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) \
 		--outputdir=$(ISOLATION_OUTPUT) $(ISOLATION)
 
 demo:
 	scripts/demo
 
+bench:
+	bench/run
+
 test:
 	scripts/test
 
 EXTRA_CLEAN = $(UNIT_BIN) $(LOAD_BIN) output_iso
 
-.PHONY: unit load isolationcheck demo test
+.PHONY: unit load isolationcheck demo test bench
