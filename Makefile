@@ -12,6 +12,7 @@ OBJS = \
 	src/pg/errors.o \
 	src/pg/functions.o \
 	src/pg/module.o \
+	src/pg/policies.o \
 	src/pg/storage.o
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 PGFILEDESC = "ratelimit - transactional rate limiter"

@@ -194,4 +194,40 @@ Decide(const Bucket &stored, const Limit &limit, const Request &request,
 	return d;
 }
 
+Status
+ValidateRefund(double amount) noexcept
+{
+	return IsFiniteNonNegative(amount) ? Status::kOk : Status::kCostInvalid;
+}
+
+Decision
+Refund(const Bucket &stored, const Limit &limit, double amount, std::int64_t now_us) noexcept
+{
+	Bucket current = Refill(stored, limit, now_us);
+	double tokens = current.tokens + amount;
+	if (tokens > limit.burst)
+		tokens = limit.burst;
+	double lag_us = now_us < current.stamp_us
+	                    ? static_cast<double>(current.stamp_us) - static_cast<double>(now_us)
+	                    : 0.0;
+
+	Decision d{};
+	d.allowed = true;
+	d.remaining = tokens;
+	d.next = Bucket{tokens, current.stamp_us};
+	d.write = tokens != stored.tokens || current.stamp_us != stored.stamp_us;
+	d.retry_after = tokens >= 0.0 ? 0.0
+	                              : WaitMicros(d.next, limit, now_us,
+	                                           lag_us + MicrosUntil(tokens, 0.0, limit.rate),
+	                                           [](double t) { return t >= 0.0; }) /
+	                                    kMicros;
+	d.reset_after = tokens >= limit.burst
+	                    ? 0.0
+	                    : WaitMicros(d.next, limit, now_us,
+	                                 lag_us + MicrosUntil(tokens, limit.burst, limit.rate),
+	                                 [&limit](double t) { return t >= limit.burst; }) /
+	                          kMicros;
+	return d;
+}
+
 } /* namespace ratelimit::core */

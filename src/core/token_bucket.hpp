@@ -77,6 +77,16 @@ Bucket Refill(const Bucket &stored, const Limit &limit, std::int64_t now_us) noe
 Decision Decide(const Bucket &stored, const Limit &limit, const Request &request,
                 std::int64_t now_us) noexcept;
 
+/* Gives `amount` tokens back: refills to `now_us`, adds, caps at burst.  The
+ * result is a grant that writes when anything changed; remaining is the new
+ * balance.  Requires Validate() == kOk for `limit` and a finite amount >= 0
+ * (ValidateRefund). */
+Decision Refund(const Bucket &stored, const Limit &limit, double amount,
+                std::int64_t now_us) noexcept;
+
+/* kCostInvalid when `amount` is NaN, infinite or negative. */
+Status ValidateRefund(double amount) noexcept;
+
 /* Seconds until `tokens` has refilled to `target` at `rate`, rounded up to
  * whole microseconds so that waiting that long is always enough: 0 when
  * already there, +inf when rate is 0. */

@@ -59,6 +59,11 @@ RlHeapUpdate(Relation rel, ItemPointer otid, HeapTuple newtup, CommandId cid, bo
 	return result;
 }
 
+/* 14 made callers say how string keys are hashed; 13 did so by default. */
+#ifndef HASH_STRINGS
+#define HASH_STRINGS 0
+#endif
+
 /* 15 replaced EmitWarningsOnPlaceholders with MarkGUCPrefixReserved. */
 #if PG_VERSION_NUM >= 150000
 #define RlReserveGucPrefix(prefix) MarkGUCPrefixReserved(prefix)
@@ -68,7 +73,7 @@ RlHeapUpdate(Relation rel, ItemPointer otid, HeapTuple newtup, CommandId cid, bo
 
 /* 18 records the module's name and version in its magic block. */
 #if PG_VERSION_NUM >= 180000
-#define RlModuleMagic() PG_MODULE_MAGIC_EXT(.name = "ratelimit", .version = "0.1.0")
+#define RlModuleMagic() PG_MODULE_MAGIC_EXT(.name = "ratelimit", .version = "0.2.0")
 #else
 #define RlModuleMagic() PG_MODULE_MAGIC
 #endif

@@ -77,13 +77,11 @@ ReportInvalidRequest(core::Status status, const core::Limit &limit, const core::
 }
 
 void
-ReportNullArgument(const char *function, const char *argument)
+ReportNullArgument(const char *function, const char *argument, const char *hint)
 {
 	ereport(ERROR,
 	        (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", argument),
-	         errdetail("%s() requires a value for %s; only max_reserved may be NULL.", function,
-	                   argument),
-	         errhint("Use key '' for a limit shared by every caller.")));
+	         errdetail("%s() requires a value for %s.", function, argument), errhint("%s", hint)));
 	pg_unreachable();
 }
 
@@ -136,6 +134,28 @@ ReportParallelMode(const char *function)
 	                errmsg("cannot execute %s() during a parallel operation", function),
 	                errdetail("Parallel workers cannot write the bucket's state."),
 	                errhint("Call it outside a parallel query.")));
+	pg_unreachable();
+}
+
+void
+ReportUndefinedPolicy(const char *name)
+{
+	ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+	                errmsg("rate limit policy \"%s\" does not exist", name),
+	                errdetail("A call without rate and burst takes them from a policy defined "
+	                          "with rate_limit_define()."),
+	                errhint("Define the policy first, or pass rate and burst in the call.")));
+	pg_unreachable();
+}
+
+void
+ReportInvalidAmount(double amount)
+{
+	ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+	                errmsg("amount must be a finite number greater than or equal to zero"),
+	                errdetail("The amount given was %s.", Show(amount)),
+	                errhint("Pass the number of tokens to give back; the bucket never holds more "
+	                        "than its burst.")));
 	pg_unreachable();
 }
 

@@ -22,8 +22,8 @@ constexpr int kMaxKeyBytes = 1024;
 [[noreturn]] void ReportInvalidRequest(core::Status status, const core::Limit &limit,
                                        const core::Request &request);
 
-/* 22004: `argument` of `function` was NULL. */
-[[noreturn]] void ReportNullArgument(const char *function, const char *argument);
+/* 22004: `argument` of `function` was NULL; `hint` says what may be. */
+[[noreturn]] void ReportNullArgument(const char *function, const char *argument, const char *hint);
 
 /* 22023 / 54000: an empty or over-long name, an over-long key. */
 [[noreturn]] void ReportEmptyName();
@@ -33,6 +33,10 @@ constexpr int kMaxKeyBytes = 1024;
 [[noreturn]] void ReportReadOnly(const char *function);
 [[noreturn]] void ReportRecovery(const char *function);
 [[noreturn]] void ReportParallelMode(const char *function);
+
+/* 42704: no policy of that name; 22023: a bad refund amount. */
+[[noreturn]] void ReportUndefinedPolicy(const char *name);
+[[noreturn]] void ReportInvalidAmount(double amount);
 
 /* 55000: the state table is missing or no longer has the expected shape. */
 [[noreturn]] void ReportStateTableMissing();

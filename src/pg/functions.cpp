@@ -10,12 +10,18 @@
 
 #include "core/token_bucket.hpp"
 #include "pg/errors.hpp"
+#include "pg/policies.hpp"
 #include "pg/storage.hpp"
 
 extern "C" {
 PG_FUNCTION_INFO_V1(rate_limit_take);
 PG_FUNCTION_INFO_V1(rate_limit_check);
 PG_FUNCTION_INFO_V1(rate_limit_reset);
+PG_FUNCTION_INFO_V1(rate_limit_take_policy);
+PG_FUNCTION_INFO_V1(rate_limit_check_policy);
+PG_FUNCTION_INFO_V1(rate_limit_refund);
+PG_FUNCTION_INFO_V1(rate_limit_refund_policy);
+PG_FUNCTION_INFO_V1(rate_limit_policies_changed);
 }
 
 namespace ratelimit::pg {
@@ -26,6 +32,20 @@ namespace {
 constexpr const char *kArgNames[] = {"name",  "key",     "cost",        "rate",
                                      "burst", "reserve", "max_reserved"};
 constexpr int kBucketCallArgs = 7;
+
+/* What may be NULL, for the hint of a NULL-argument error. */
+constexpr const char *kKeyHint = "Use key '' for a limit shared by every caller.";
+constexpr const char *kMaxReservedHint =
+    "Only max_reserved may be NULL, meaning no cap on reserved debt.";
+constexpr const char *kNoNullHint = "Every argument of this function needs a value.";
+
+const char *
+NullHint(const char *argument, bool has_max_reserved)
+{
+	if (strcmp(argument, "key") == 0)
+		return kKeyHint;
+	return has_max_reserved ? kMaxReservedHint : kNoNullHint;
+}
 constexpr int kResultColumns = 5;
 
 struct BucketCall {
@@ -57,7 +77,7 @@ DecodeBucketCall(FunctionCallInfo fcinfo, const char *function)
 	/* Every argument but max_reserved must be given. */
 	for (int i = 0; i < kBucketCallArgs - 1; i++)
 		if (PG_ARGISNULL(i))
-			ReportNullArgument(function, kArgNames[i]);
+			ReportNullArgument(function, kArgNames[i], NullHint(kArgNames[i], true));
 
 	BucketCall call;
 	call.name = PG_GETARG_TEXT_PP(0);
@@ -73,6 +93,30 @@ DecodeBucketCall(FunctionCallInfo fcinfo, const char *function)
 	core::Status status = core::Validate(call.limit, call.request);
 	if (status != core::Status::kOk)
 		ReportInvalidRequest(status, call.limit, call.request);
+	return call;
+}
+
+/* (name, key, cost) of a call that takes its limit from a policy. */
+struct PolicyCall {
+	text *name;
+	text *key;
+	double number; /* cost or amount */
+};
+
+PolicyCall
+DecodePolicyCall(FunctionCallInfo fcinfo, const char *function, const char *number_name)
+{
+	const char *names[] = {"name", "key", number_name};
+	if (PG_NARGS() != 3)
+		elog(ERROR, "%s() called with %d arguments, expected 3", function, PG_NARGS());
+	for (int i = 0; i < 3; i++)
+		if (PG_ARGISNULL(i))
+			ReportNullArgument(function, names[i], NullHint(names[i], false));
+	PolicyCall call;
+	call.name = PG_GETARG_TEXT_PP(0);
+	call.key = PG_GETARG_TEXT_PP(1);
+	call.number = PG_GETARG_FLOAT8(2);
+	CheckNameAndKey(call.name, call.key);
 	return call;
 }
 
@@ -123,6 +167,24 @@ DecisionDatum(FunctionCallInfo fcinfo, const core::Decision &decision, const cor
 	return HeapTupleGetDatum(heap_form_tuple(ResultDescriptor(fcinfo), values, nulls));
 }
 
+/* Take or check (name, key, cost) with the limit of policy `name`. */
+Datum
+PolicyDecision(FunctionCallInfo fcinfo, const char *function, Operation::Kind kind)
+{
+	PolicyCall call = DecodePolicyCall(fcinfo, function, "cost");
+	if (kind == Operation::kTake)
+		RequireWritable(function);
+	else
+		RequirePrimary(function);
+	core::Limit limit = LookupPolicy(call.name);
+	core::Request request{call.number, false, false, 0.0};
+	core::Status status = core::Validate(limit, request);
+	if (status != core::Status::kOk)
+		ReportInvalidRequest(status, limit, request);
+	core::Decision decision = DecideBucket(call.name, call.key, limit, {kind, request, 0.0});
+	return DecisionDatum(fcinfo, decision, limit);
+}
+
 } /* namespace */
 
 } /* namespace ratelimit::pg */
@@ -135,8 +197,8 @@ rate_limit_take(PG_FUNCTION_ARGS)
 {
 	pg::BucketCall call = pg::DecodeBucketCall(fcinfo, "rate_limit_take");
 	pg::RequireWritable("rate_limit_take");
-	core::Decision decision =
-	    pg::DecideBucket(call.name, call.key, call.limit, call.request, pg::Access::kTake);
+	core::Decision decision = pg::DecideBucket(call.name, call.key, call.limit,
+	                                           {pg::Operation::kTake, call.request, 0.0});
 	return pg::DecisionDatum(fcinfo, decision, call.limit);
 }
 
@@ -146,8 +208,8 @@ rate_limit_check(PG_FUNCTION_ARGS)
 {
 	pg::BucketCall call = pg::DecodeBucketCall(fcinfo, "rate_limit_check");
 	pg::RequirePrimary("rate_limit_check");
-	core::Decision decision =
-	    pg::DecideBucket(call.name, call.key, call.limit, call.request, pg::Access::kCheck);
+	core::Decision decision = pg::DecideBucket(call.name, call.key, call.limit,
+	                                           {pg::Operation::kCheck, call.request, 0.0});
 	return pg::DecisionDatum(fcinfo, decision, call.limit);
 }
 
@@ -156,12 +218,79 @@ Datum
 rate_limit_reset(PG_FUNCTION_ARGS)
 {
 	if (PG_ARGISNULL(0))
-		pg::ReportNullArgument("rate_limit_reset", "name");
+		pg::ReportNullArgument("rate_limit_reset", "name", pg::NullHint("name", false));
 	if (PG_ARGISNULL(1))
-		pg::ReportNullArgument("rate_limit_reset", "key");
+		pg::ReportNullArgument("rate_limit_reset", "key", pg::NullHint("key", false));
 	text *name = PG_GETARG_TEXT_PP(0);
 	text *key = PG_GETARG_TEXT_PP(1);
 	pg::CheckNameAndKey(name, key);
 	pg::RequireWritable("rate_limit_reset");
 	PG_RETURN_BOOL(pg::ResetBucket(name, key));
+}
+
+/* rate_limit_take(name, key, cost): the limit of policy `name`. */
+Datum
+rate_limit_take_policy(PG_FUNCTION_ARGS)
+{
+	return pg::PolicyDecision(fcinfo, "rate_limit_take", pg::Operation::kTake);
+}
+
+/* rate_limit_check(name, key, cost): the limit of policy `name`. */
+Datum
+rate_limit_check_policy(PG_FUNCTION_ARGS)
+{
+	return pg::PolicyDecision(fcinfo, "rate_limit_check", pg::Operation::kCheck);
+}
+
+/* rate_limit_refund(name, key, amount, rate, burst): tokens back, capped. */
+Datum
+rate_limit_refund(PG_FUNCTION_ARGS)
+{
+	static const char *const names[] = {"name", "key", "amount", "rate", "burst"};
+	if (PG_NARGS() != 5)
+		elog(ERROR, "rate_limit_refund() called with %d arguments, expected 5", PG_NARGS());
+	for (int i = 0; i < 5; i++)
+		if (PG_ARGISNULL(i))
+			pg::ReportNullArgument("rate_limit_refund", names[i], pg::NullHint(names[i], false));
+	text *name = PG_GETARG_TEXT_PP(0);
+	text *key = PG_GETARG_TEXT_PP(1);
+	double amount = PG_GETARG_FLOAT8(2);
+	core::Limit limit{PG_GETARG_FLOAT8(3), PG_GETARG_FLOAT8(4)};
+	pg::CheckNameAndKey(name, key);
+	core::Request nothing{0.0, false, false, 0.0};
+	core::Status status = core::Validate(limit, nothing);
+	if (status != core::Status::kOk)
+		pg::ReportInvalidRequest(status, limit, nothing);
+	if (core::ValidateRefund(amount) != core::Status::kOk)
+		pg::ReportInvalidAmount(amount);
+	pg::RequireWritable("rate_limit_refund");
+	core::Decision decision =
+	    pg::DecideBucket(name, key, limit, {pg::Operation::kRefund, nothing, amount});
+	return pg::DecisionDatum(fcinfo, decision, limit);
+}
+
+/* rate_limit_refund(name, key, amount): the limit of policy `name`. */
+Datum
+rate_limit_refund_policy(PG_FUNCTION_ARGS)
+{
+	pg::PolicyCall call = pg::DecodePolicyCall(fcinfo, "rate_limit_refund", "amount");
+	if (core::ValidateRefund(call.number) != core::Status::kOk)
+		pg::ReportInvalidAmount(call.number);
+	pg::RequireWritable("rate_limit_refund");
+	core::Limit limit = pg::LookupPolicy(call.name);
+	core::Request nothing{0.0, false, false, 0.0};
+	core::Decision decision = pg::DecideBucket(call.name, call.key, limit,
+	                                           {pg::Operation::kRefund, nothing, call.number});
+	return pg::DecisionDatum(fcinfo, decision, limit);
+}
+
+/* Statement-level trigger on ratelimit.policies: invalidate policy caches. */
+Datum
+rate_limit_policies_changed(PG_FUNCTION_ARGS)
+{
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "rate_limit_policies_changed() must be called as a trigger");
+	TriggerData *trigger = reinterpret_cast<TriggerData *>(fcinfo->context);
+	pg::PoliciesChanged(RelationGetRelid(trigger->tg_relation));
+	return PointerGetDatum(NULL);
 }

@@ -2,11 +2,12 @@
  * src/pg/module.cpp
  *
  * Module registration: the magic block and _PG_init, which defines the
- * extension's settings and its relcache callback.
+ * extension's settings and its relcache callbacks.
  */
 #include "pg/pg_includes.hpp"
 
 #include "pg/clock.hpp"
+#include "pg/policies.hpp"
 #include "pg/storage.hpp"
 
 extern "C" {
@@ -21,4 +22,5 @@ _PG_init(void)
 	ratelimit::pg::DefineClockSettings();
 	RlReserveGucPrefix("ratelimit");
 	ratelimit::pg::RegisterStorageCallbacks();
+	ratelimit::pg::RegisterPolicyCallbacks();
 }

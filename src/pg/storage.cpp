@@ -20,6 +20,7 @@
  *   then reads the clock and decides again on what it locked.  The new
  *   version (and the lock) belong to the caller's (sub)transaction, so
  *   ROLLBACK refunds and a second taker waits for the first to end.
+ * - A refund is written like a grant.
  * - A denial is decided on the latest committed version without locking or
  *   writing: any in-flight writer can only leave fewer tokens, or, if it
  *   resets the bucket, be ordered after this call.  A check or a cost-0 look
@@ -295,6 +296,16 @@ SetNewKeyLockTag(LOCKTAG *tag, text *name, text *key)
 	                     static_cast<uint32>(hash), kNewKeyLockClass);
 }
 
+/* The core's answer for `operation` on `bucket` at `now`. */
+core::Decision
+Evaluate(const Operation &operation, const core::Bucket &bucket, const core::Limit &limit,
+         TimestampTz now)
+{
+	if (operation.kind == Operation::kRefund)
+		return core::Refund(bucket, limit, operation.amount, now);
+	return core::Decide(bucket, limit, operation.request, now);
+}
+
 } /* namespace */
 
 void
@@ -304,10 +315,9 @@ RegisterStorageCallbacks()
 }
 
 core::Decision
-DecideBucket(text *name, text *key, const core::Limit &limit, const core::Request &request,
-             Access access)
+DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &operation)
 {
-	const bool take = (access == Access::kTake);
+	const bool take = (operation.kind != Operation::kCheck);
 	Relation heap;
 	Relation index;
 	OpenStateRelations(take ? RowExclusiveLock : AccessShareLock, &heap, &index);
@@ -328,7 +338,7 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const core::Reques
 		if (!FindBucket(heap, index, keys, &dirty, slot)) {
 			/* A new key starts full; store it only if this call consumes. */
 			TimestampTz now = ClockNow();
-			decision = core::Decide(core::FullBucket(limit, now), limit, request, now);
+			decision = Evaluate(operation, core::FullBucket(limit, now), limit, now);
 			if (!take || !decision.write)
 				break;
 			if (!key_locked) {
@@ -348,7 +358,7 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const core::Reques
 			continue;
 		}
 
-		decision = core::Decide(ReadBucket(slot), limit, request, ClockNow());
+		decision = Evaluate(operation, ReadBucket(slot), limit, ClockNow());
 		if (!decision.allowed)
 			break; /* lock-free denial on the latest committed version */
 		if (!take || !decision.write) {
@@ -378,7 +388,7 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const core::Reques
 		 * decide again on it with the clock read after the wait. */
 		if (!LockLatestVersion(heap, slot, &dirty, cid))
 			continue;
-		decision = core::Decide(ReadBucket(slot), limit, request, ClockNow());
+		decision = Evaluate(operation, ReadBucket(slot), limit, ClockNow());
 		if (decision.write) {
 			(void)UpdateBucket(heap, index, &slot->tts_tid, cid, true, name, key, decision.next);
 			wrote = true;

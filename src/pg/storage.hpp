@@ -14,19 +14,24 @@
 
 namespace ratelimit::pg {
 
-/* What a call does with the bucket once decided. */
-enum class Access {
-	kCheck, /* decide only: never locks, never writes */
-	kTake   /* store the decision when it consumes */
+/* What a call does to a bucket. */
+struct Operation {
+	enum Kind {
+		kCheck, /* decide `request` only: never locks, never writes */
+		kTake,  /* decide `request` and store what it consumes */
+		kRefund /* give `amount` tokens back (capped at burst) and store it */
+	} kind;
+	core::Request request; /* kCheck, kTake */
+	double amount;         /* kRefund */
 };
 
 /* Registers the relcache callback that drops cached relation state. */
 void RegisterStorageCallbacks();
 
-/* Decides `request` against the latest committed state of (name, key) and,
- * for kTake, stores what it consumes in the caller's transaction. */
+/* Applies `operation` to the latest committed state of (name, key); a take or
+ * refund stores its result in the caller's transaction. */
 core::Decision DecideBucket(text *name, text *key, const core::Limit &limit,
-                            const core::Request &request, Access access);
+                            const Operation &operation);
 
 /* Deletes the bucket so that its next use starts full.  True if it existed. */
 bool ResetBucket(text *name, text *key);

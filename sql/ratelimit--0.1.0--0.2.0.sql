@@ -1,0 +1,137 @@
+/* sql/ratelimit--0.1.0--0.2.0.sql */
+
+-- complain if script is sourced in psql, rather than via ALTER EXTENSION
+\echo Use "ALTER EXTENSION ratelimit UPDATE TO '0.2.0'" to load this file. \quit
+
+-- Named policies: rate and burst stored once, used by calls that give only a
+-- name, a key and a cost.  A regular (logged) table, so that pg_dump keeps
+-- the definitions; the limiter reads it through its primary key.
+CREATE TABLE ratelimit.policies (
+    name              text COLLATE "C" NOT NULL,
+    rate              float8 NOT NULL,
+    per               interval NOT NULL,
+    burst             float8 NOT NULL,
+    tokens_per_second float8 NOT NULL
+        GENERATED ALWAYS AS (rate / pg_catalog.date_part('epoch', per)) STORED,
+    CONSTRAINT policies_pkey PRIMARY KEY (name),
+    CONSTRAINT policies_name_check CHECK (pg_catalog.octet_length(name) BETWEEN 1 AND 256),
+    CONSTRAINT policies_rate_check CHECK (rate >= 0 AND rate < 'Infinity'),
+    CONSTRAINT policies_per_check CHECK (per > '0'::interval),
+    CONSTRAINT policies_burst_check CHECK (burst > 0 AND burst < 'Infinity')
+);
+REVOKE ALL ON TABLE ratelimit.policies FROM PUBLIC;
+COMMENT ON TABLE ratelimit.policies IS
+    'named rate limit policies of the ratelimit extension, written by rate_limit_define()';
+SELECT pg_catalog.pg_extension_config_dump('ratelimit.policies', '');
+
+-- Every backend caches policies; a change invalidates the caches when it
+-- commits.
+CREATE FUNCTION ratelimit.policies_changed() RETURNS trigger
+AS 'MODULE_PATHNAME', 'rate_limit_policies_changed'
+LANGUAGE C;
+COMMENT ON FUNCTION ratelimit.policies_changed() IS
+    'invalidates every backend''s cache of rate limit policies when a change commits';
+CREATE TRIGGER policies_changed
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ratelimit.policies
+    FOR EACH STATEMENT EXECUTE FUNCTION ratelimit.policies_changed();
+
+CREATE FUNCTION @extschema@.rate_limit_define(
+    name  text,
+    rate  float8,
+    per   interval DEFAULT '1 second',
+    burst float8   DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    IF $1 IS NULL OR $2 IS NULL OR $3 IS NULL THEN
+        RAISE EXCEPTION 'name, rate and per must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'Only burst may be NULL, meaning one period''s worth of tokens.',
+                  HINT = 'Pass the policy''s name, its rate and the period the rate is counted over.';
+    END IF;
+    IF $1 = '' OR octet_length($1) > 256 THEN
+        RAISE EXCEPTION 'policy name must be 1 to 256 bytes long'
+            USING ERRCODE = CASE WHEN $1 = '' THEN 'invalid_parameter_value' ELSE 'program_limit_exceeded' END,
+                  DETAIL = format('The name given is %s bytes long.', octet_length($1)),
+                  HINT = 'Use a short name, such as ''api'' or ''login''.';
+    END IF;
+    IF NOT ($2 >= 0 AND $2 < 'Infinity') THEN
+        RAISE EXCEPTION 'rate must be a finite number greater than or equal to zero'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The rate given was %s.', $2),
+                  HINT = 'Pass how many tokens refill per period; 0 means the bucket never refills.';
+    END IF;
+    IF NOT ($3 > '0'::interval) THEN
+        RAISE EXCEPTION 'per must be a positive interval'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The period given was %s.', $3),
+                  HINT = 'Pass the period the rate is counted over, such as ''1 minute''.';
+    END IF;
+    IF NOT (coalesce($4, $2) > 0 AND coalesce($4, $2) < 'Infinity') THEN
+        RAISE EXCEPTION 'burst must be a finite number greater than zero'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = CASE WHEN $4 IS NULL
+                                THEN format('No burst was given, so it is the rate, %s.', $2)
+                                ELSE format('The burst given was %s.', $4) END,
+                  HINT = 'Pass the capacity of the bucket, the most tokens it can hold.';
+    END IF;
+    INSERT INTO ratelimit.policies AS p (name, rate, per, burst)
+    VALUES ($1, $2, $3, coalesce($4, $2))
+    ON CONFLICT (name) DO UPDATE
+        SET rate = excluded.rate, per = excluded.per, burst = excluded.burst;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8) IS
+    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate)';
+
+CREATE FUNCTION @extschema@.rate_limit_drop(name text)
+RETURNS boolean
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH dropped AS (
+        DELETE FROM ratelimit.policies AS p WHERE p.name OPERATOR(pg_catalog.=) $1 RETURNING 1)
+    SELECT count(*) OPERATOR(pg_catalog.>) 0 FROM dropped
+$$;
+COMMENT ON FUNCTION @extschema@.rate_limit_drop(text) IS
+    'removes the policy name; true if it existed (buckets already used stay until reset)';
+
+CREATE FUNCTION @extschema@.rate_limit_take(name text, key text, cost float8 DEFAULT 1)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_take_policy'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_take(text, text, float8) IS
+    'takes cost tokens from the bucket (name, key) with the rate and burst of policy name';
+
+CREATE FUNCTION @extschema@.rate_limit_check(name text, key text, cost float8 DEFAULT 1)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_check_policy'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.rate_limit_check(text, text, float8) IS
+    'answers as rate_limit_take(name, key, cost) would, without consuming or writing anything';
+
+CREATE FUNCTION @extschema@.rate_limit_refund(name text, key text, amount float8)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_refund_policy'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_refund(text, text, float8) IS
+    'gives amount tokens back to the bucket (name, key) of policy name, never beyond its burst';
+
+CREATE FUNCTION @extschema@.rate_limit_refund(
+    name text, key text, amount float8, rate float8, burst float8)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_refund'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_refund(text, text, float8, float8, float8) IS
+    'gives amount tokens back to the bucket (name, key) that refills at rate up to burst';
+
+-- Defining policies and handing tokens back are administrative: granted on
+-- purpose, like rate_limit_reset.
+REVOKE ALL ON FUNCTION ratelimit.policies_changed() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_drop(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_refund(text, text, float8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_refund(text, text, float8, float8, float8) FROM PUBLIC;

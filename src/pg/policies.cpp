@@ -1,0 +1,141 @@
+/*
+ * src/pg/policies.cpp
+ *
+ * The policy cache.  A backend-local hash table maps a policy name to its
+ * limit.  A statement-level trigger on ratelimit.policies sends a relcache
+ * invalidation for the table, which PostgreSQL delivers to every backend
+ * when the changing transaction commits (and to the changing backend at its
+ * next command); the callback only marks the cache stale, and the next
+ * lookup, which first accepts pending invalidations, starts afresh.  So a
+ * policy change is used by every call that starts after it commits.
+ *
+ * A miss reads the row through the primary key with SnapshotSelf: the latest
+ * committed definition, whatever the caller's snapshot, and no SSI predicate
+ * lock (reading a policy never makes a SERIALIZABLE caller fail).
+ */
+#include "pg/policies.hpp"
+
+#include "pg/errors.hpp"
+
+namespace ratelimit::pg {
+
+namespace {
+
+constexpr const char *kStateSchema = "ratelimit";
+constexpr const char *kPolicyTable = "policies";
+constexpr const char *kPolicyIndex = "policies_pkey";
+
+/* Columns of ratelimit.policies that the limiter reads. */
+constexpr AttrNumber kPolicyName = 1;
+constexpr AttrNumber kPolicyBurst = 4;
+constexpr AttrNumber kPolicyTokensPerSecond = 5;
+
+struct PolicyEntry {
+	char name[kMaxNameBytes + 1]; /* hash key: the policy name */
+	core::Limit limit;
+};
+
+HTAB *policy_cache = NULL;
+bool policy_cache_stale = true;
+Oid policies_relid = InvalidOid;
+
+void
+InvalidatePolicies(Datum, Oid relid)
+{
+	if (!OidIsValid(relid) || relid == policies_relid)
+		policy_cache_stale = true;
+}
+
+void
+ResetPolicyCache()
+{
+	if (policy_cache != NULL)
+		hash_destroy(policy_cache);
+	HASHCTL ctl;
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = kMaxNameBytes + 1;
+	ctl.entrysize = sizeof(PolicyEntry);
+	ctl.hcxt = TopMemoryContext;
+	policy_cache =
+	    hash_create("ratelimit policies", 64, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+}
+
+/* Reads policy `name` from the table; false if it is not defined. */
+bool
+ReadPolicy(text *name, core::Limit *limit)
+{
+	Oid schema = get_namespace_oid(kStateSchema, true);
+	Oid relid = OidIsValid(schema) ? get_relname_relid(kPolicyTable, schema) : InvalidOid;
+	Oid index_oid = OidIsValid(schema) ? get_relname_relid(kPolicyIndex, schema) : InvalidOid;
+	if (!OidIsValid(relid) || !OidIsValid(index_oid))
+		ReportStateTableMissing();
+	policies_relid = relid;
+
+	Relation rel = table_open(relid, AccessShareLock);
+	ScanKeyData key;
+	ScanKeyInit(&key, kPolicyName, BTEqualStrategyNumber, F_TEXTEQ, PointerGetDatum(name));
+	SysScanDesc scan = systable_beginscan(rel, index_oid, true, SnapshotSelf, 1, &key);
+	HeapTuple tuple = systable_getnext(scan);
+	bool found = HeapTupleIsValid(tuple);
+	if (found) {
+		bool burst_null, rate_null;
+		Datum burst = heap_getattr(tuple, kPolicyBurst, RelationGetDescr(rel), &burst_null);
+		Datum rate = heap_getattr(tuple, kPolicyTokensPerSecond, RelationGetDescr(rel), &rate_null);
+		if (burst_null || rate_null)
+			ReportStateTableAltered("has a policy without rate or burst");
+		limit->burst = DatumGetFloat8(burst);
+		limit->rate = DatumGetFloat8(rate);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+} /* namespace */
+
+void
+RegisterPolicyCallbacks()
+{
+	CacheRegisterRelcacheCallback(InvalidatePolicies, (Datum)0);
+}
+
+void
+PoliciesChanged(Oid relid)
+{
+	CacheInvalidateRelcacheByRelid(relid);
+}
+
+core::Limit
+LookupPolicy(text *name)
+{
+	char key[kMaxNameBytes + 1];
+	int length = VARSIZE_ANY_EXHDR(name);
+	memset(key, 0, sizeof(key));
+	memcpy(key, VARDATA_ANY(name), length);
+
+	for (;;) {
+		/* Changes committed since this backend last looked count now. */
+		AcceptInvalidationMessages();
+		if (policy_cache_stale) {
+			ResetPolicyCache();
+			policy_cache_stale = false;
+		}
+		bool found;
+		PolicyEntry *entry =
+		    static_cast<PolicyEntry *>(hash_search(policy_cache, key, HASH_FIND, &found));
+		if (found)
+			return entry->limit;
+
+		core::Limit limit;
+		bool defined = ReadPolicy(name, &limit);
+		if (policy_cache_stale)
+			continue; /* the table changed while we read it: read again */
+		if (!defined)
+			ReportUndefinedPolicy(key);
+		entry = static_cast<PolicyEntry *>(hash_search(policy_cache, key, HASH_ENTER, &found));
+		entry->limit = limit;
+		return limit;
+	}
+}
+
+} /* namespace ratelimit::pg */

@@ -1,0 +1,103 @@
+--
+-- Named policies (rate_limit_define / rate_limit_drop, and take/check by name)
+-- and refunds.
+--
+SET ratelimit.fixed_clock = 1000;
+
+-- pg_temp.error_of(statement): the error a statement raises, field by field.
+\i test/sql/include/error_of.sql
+
+-- 10 per minute, burst 5; tiers are just several policies.
+SELECT rate_limit_define('api-free', 10, '1 minute', 5);
+SELECT rate_limit_define('api-pro', 600, '1 minute', 100);
+SELECT rate_limit_define('login', 5, '15 minutes');   -- burst defaults to the rate
+SELECT name, rate, per, burst, tokens_per_second FROM ratelimit.policies ORDER BY name;
+
+-- take and check by name; cost defaults to 1.
+SELECT * FROM rate_limit_take('api-free', 'user:1');
+SELECT * FROM rate_limit_take('api-free', 'user:1', 4);
+SELECT * FROM rate_limit_take('api-free', 'user:1');
+SELECT * FROM rate_limit_check('api-free', 'user:1');
+SELECT * FROM rate_limit_take('api-pro', 'user:1', 50);
+SET ratelimit.fixed_clock = 1030;
+SELECT * FROM rate_limit_take('api-free', 'user:1');
+SELECT * FROM rate_limit_check('login', 'alice', 5);
+
+-- Redefining replaces the policy; the next call uses it (stored tokens are
+-- capped at the new burst).
+SELECT * FROM rate_limit_take('api-pro', 'user:1', 0);
+SELECT rate_limit_define('api-pro', 60, '1 minute', 20);
+SELECT * FROM rate_limit_take('api-pro', 'user:1', 0);
+-- A definition rolled back is forgotten by this backend's cache too.
+BEGIN;
+SELECT rate_limit_define('api-pro', 1, '1 hour', 1000);
+SELECT capacity FROM rate_limit_check('api-pro', 'user:2');
+ROLLBACK;
+SELECT capacity FROM rate_limit_check('api-pro', 'user:2');
+
+-- Refund: exact, never beyond burst; the state as stored.
+SELECT * FROM rate_limit_refund('api-free', 'user:1', 0.5);
+SELECT * FROM rate_limit_refund('api-free', 'user:1', 100);
+SELECT tokens FROM ratelimit.buckets WHERE name = 'api-free' AND key = 'user:1';
+-- A refund to a key never seen writes nothing (it is full already).
+SELECT * FROM rate_limit_refund('api-free', 'nobody', 1);
+SELECT count(*) FROM ratelimit.buckets WHERE key = 'nobody';
+-- Reserve an estimate, then refund what was not used (explicit-rate form).
+SELECT allowed, remaining, retry_after FROM rate_limit_take('llm-budget', 'team:7', 800, 100, 1000);
+SELECT allowed, remaining, retry_after FROM rate_limit_take('llm-budget', 'team:7', 500, 100, 1000, reserve => true);
+SELECT allowed, remaining, retry_after FROM rate_limit_refund('llm-budget', 'team:7', 350, 100, 1000);
+-- A refund rolls back with its transaction.
+BEGIN;
+SELECT remaining FROM rate_limit_refund('llm-budget', 'team:7', 50, 100, 1000);
+ROLLBACK;
+SELECT remaining FROM rate_limit_check('llm-budget', 'team:7', 0, 100, 1000);
+
+-- Dropping a policy: calls by name then fail with 42704; buckets remain.
+SELECT rate_limit_drop('api-free');
+SELECT rate_limit_drop('api-free');
+SELECT pg_temp.error_of($$SELECT * FROM rate_limit_take('api-free', 'user:1')$$);
+SELECT pg_temp.error_of($$SELECT * FROM rate_limit_check('never-defined', 'user:1')$$);
+SELECT pg_temp.error_of($$SELECT * FROM rate_limit_refund('never-defined', 'user:1', 1)$$);
+SELECT count(*) FROM ratelimit.buckets WHERE name = 'api-free';
+
+-- Errors of the new functions.
+SELECT pg_temp.error_of($$SELECT rate_limit_define(NULL, 1)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_define('', 1)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_define(repeat('p', 257), 1)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_define('p', -1)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 'NaN')$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, '0 seconds')$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, '-1 minute')$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, '1 second', 0)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 0)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_take('login', 'alice', 6)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_take('login', NULL)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_take('login', 'alice', NULL)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_take('', 'alice')$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_refund('login', 'alice', -1)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_refund('login', 'alice', 'NaN')$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_refund('login', 'alice', NULL)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_refund('llm-budget', 'k', 1, -1, 10)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_refund('llm-budget', 'k', 1, 1, NULL)$$);
+SELECT count(*) AS policies_named_p FROM ratelimit.policies WHERE name = 'p';
+BEGIN TRANSACTION READ ONLY;
+SELECT pg_temp.error_of($$SELECT rate_limit_take('login', 'alice')$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_refund('login', 'alice', 1)$$);
+SELECT allowed FROM rate_limit_check('login', 'alice');
+COMMIT;
+
+-- Privileges: PUBLIC may take and check by name; defining, dropping and
+-- refunding are granted on purpose.
+CREATE ROLE ratelimit_policy_app NOLOGIN;
+SET ROLE ratelimit_policy_app;
+SELECT allowed FROM rate_limit_take('login', 'bob');
+SELECT allowed FROM rate_limit_check('login', 'bob');
+SELECT pg_temp.error_of($$SELECT rate_limit_define('login', 1000)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_drop('login')$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_refund('login', 'bob', 1)$$);
+SELECT pg_temp.error_of($$SELECT * FROM ratelimit.policies$$);
+RESET ROLE;
+DROP ROLE ratelimit_policy_app;
+
+-- Policies are configuration: pg_dump keeps them (buckets are state: not).
+SELECT unnest(extconfig)::regclass AS dumped FROM pg_extension WHERE extname = 'ratelimit';
