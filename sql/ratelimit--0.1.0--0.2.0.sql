@@ -13,11 +13,15 @@ CREATE TABLE ratelimit.policies (
     burst             float8 NOT NULL,
     tokens_per_second float8 NOT NULL
         GENERATED ALWAYS AS (rate / pg_catalog.date_part('epoch', per)) STORED,
+    initial           float8,
+    jitter            float8 NOT NULL DEFAULT 0,
     CONSTRAINT policies_pkey PRIMARY KEY (name),
     CONSTRAINT policies_name_check CHECK (pg_catalog.octet_length(name) BETWEEN 1 AND 256),
     CONSTRAINT policies_rate_check CHECK (rate >= 0 AND rate < 'Infinity'),
     CONSTRAINT policies_per_check CHECK (per > '0'::interval),
-    CONSTRAINT policies_burst_check CHECK (burst > 0 AND burst < 'Infinity')
+    CONSTRAINT policies_burst_check CHECK (burst > 0 AND burst < 'Infinity'),
+    CONSTRAINT policies_initial_check CHECK (initial >= 0 AND initial <= burst),
+    CONSTRAINT policies_jitter_check CHECK (jitter >= 0 AND jitter <= 1)
 );
 REVOKE ALL ON TABLE ratelimit.policies FROM PUBLIC;
 COMMENT ON TABLE ratelimit.policies IS
@@ -36,10 +40,12 @@ CREATE TRIGGER policies_changed
     FOR EACH STATEMENT EXECUTE FUNCTION ratelimit.policies_changed();
 
 CREATE FUNCTION @extschema@.rate_limit_define(
-    name  text,
-    rate  float8,
-    per   interval DEFAULT '1 second',
-    burst float8   DEFAULT NULL)
+    name    text,
+    rate    float8,
+    per     interval DEFAULT '1 second',
+    burst   float8   DEFAULT NULL,
+    initial float8   DEFAULT NULL,
+    jitter  float8   DEFAULT 0)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -78,14 +84,27 @@ BEGIN
                                 ELSE format('The burst given was %s.', $4) END,
                   HINT = 'Pass the capacity of the bucket, the most tokens it can hold.';
     END IF;
-    INSERT INTO ratelimit.policies AS p (name, rate, per, burst)
-    VALUES ($1, $2, $3, coalesce($4, $2))
+    IF $5 IS NOT NULL AND NOT ($5 >= 0 AND $5 <= coalesce($4, $2)) THEN
+        RAISE EXCEPTION 'initial must be between zero and burst'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The initial balance given was %s and the burst is %s.', $5, coalesce($4, $2)),
+                  HINT = 'Pass how many tokens a key starts with, or NULL to start full.';
+    END IF;
+    IF $6 IS NULL OR NOT ($6 >= 0 AND $6 <= 1) THEN
+        RAISE EXCEPTION 'jitter must be between 0 and 1'
+            USING ERRCODE = CASE WHEN $6 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
+                  DETAIL = format('The jitter given was %s.', coalesce($6::text, 'NULL')),
+                  HINT = 'Pass the largest fraction retry_after may be stretched by, such as 0.1; 0 for none.';
+    END IF;
+    INSERT INTO ratelimit.policies AS p (name, rate, per, burst, initial, jitter)
+    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6)
     ON CONFLICT (name) DO UPDATE
-        SET rate = excluded.rate, per = excluded.per, burst = excluded.burst;
+        SET rate = excluded.rate, per = excluded.per, burst = excluded.burst,
+            initial = excluded.initial, jitter = excluded.jitter;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8) IS
-    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate)';
+COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8) IS
+    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter';
 
 CREATE FUNCTION @extschema@.rate_limit_drop(name text)
 RETURNS boolean
@@ -131,7 +150,7 @@ COMMENT ON FUNCTION @extschema@.rate_limit_refund(text, text, float8, float8, fl
 -- Defining policies and handing tokens back are administrative: granted on
 -- purpose, like rate_limit_reset.
 REVOKE ALL ON FUNCTION ratelimit.policies_changed() FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_drop(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_refund(text, text, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_refund(text, text, float8, float8, float8) FROM PUBLIC;

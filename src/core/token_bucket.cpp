@@ -194,6 +194,17 @@ Decide(const Bucket &stored, const Limit &limit, const Request &request,
 	return d;
 }
 
+double
+Jittered(double retry_after, double fraction, std::uint64_t key_hash) noexcept
+{
+	if (!(retry_after > 0.0) || !std::isfinite(retry_after) || !(fraction > 0.0))
+		return retry_after;
+	/* The top 53 bits of the hash as a double in [0, 1). */
+	double share = static_cast<double>(key_hash >> 11) * (1.0 / 9007199254740992.0);
+	double stretched = std::ceil(retry_after * (1.0 + fraction * share) * kMicros) / kMicros;
+	return stretched < retry_after ? retry_after : stretched;
+}
+
 Status
 ValidateRefund(double amount) noexcept
 {

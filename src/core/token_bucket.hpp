@@ -87,6 +87,12 @@ Decision Refund(const Bucket &stored, const Limit &limit, double amount,
 /* kCostInvalid when `amount` is NaN, infinite or negative. */
 Status ValidateRefund(double amount) noexcept;
 
+/* `retry_after` (whole microseconds, as Decide gives) stretched by a deterministic jitter: by
+ * `fraction` (0..1) times a share in [0, 1) taken from `key_hash`, so the same key always gets the
+ * same jitter and different keys spread out.  Never shorter than
+ * `retry_after`, rounded up to whole microseconds; 0 and +inf unchanged. */
+double Jittered(double retry_after, double fraction, std::uint64_t key_hash) noexcept;
+
 /* Seconds until `tokens` has refilled to `target` at `rate`, rounded up to
  * whole microseconds so that waiting that long is always enough: 0 when
  * already there, +inf when rate is 0. */

@@ -167,7 +167,19 @@ DecisionDatum(FunctionCallInfo fcinfo, const core::Decision &decision, const cor
 	return HeapTupleGetDatum(heap_form_tuple(ResultDescriptor(fcinfo), values, nulls));
 }
 
-/* Take or check (name, key, cost) with the limit of policy `name`. */
+/* Seed for the jitter hash, distinct from the new-key lock's. */
+constexpr uint64 kJitterSeed = 0x6A6974746572ULL;
+
+uint64
+KeyHash(text *name, text *key)
+{
+	uint64 hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(name)),
+	                                  VARSIZE_ANY_EXHDR(name), kJitterSeed);
+	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(key)),
+	                           VARSIZE_ANY_EXHDR(key), hash);
+}
+
+/* Take or check (name, key, cost) with policy `name`. */
 Datum
 PolicyDecision(FunctionCallInfo fcinfo, const char *function, Operation::Kind kind)
 {
@@ -176,13 +188,17 @@ PolicyDecision(FunctionCallInfo fcinfo, const char *function, Operation::Kind ki
 		RequireWritable(function);
 	else
 		RequirePrimary(function);
-	core::Limit limit = LookupPolicy(call.name);
+	Policy policy = LookupPolicy(call.name);
 	core::Request request{call.number, false, false, 0.0};
-	core::Status status = core::Validate(limit, request);
+	core::Status status = core::Validate(policy.limit, request);
 	if (status != core::Status::kOk)
-		ReportInvalidRequest(status, limit, request);
-	core::Decision decision = DecideBucket(call.name, call.key, limit, {kind, request, 0.0});
-	return DecisionDatum(fcinfo, decision, limit);
+		ReportInvalidRequest(status, policy.limit, request);
+	Operation operation{kind, request, 0.0, policy.has_initial, policy.initial};
+	core::Decision decision = DecideBucket(call.name, call.key, policy.limit, operation);
+	if (policy.jitter > 0.0)
+		decision.retry_after =
+		    core::Jittered(decision.retry_after, policy.jitter, KeyHash(call.name, call.key));
+	return DecisionDatum(fcinfo, decision, policy.limit);
 }
 
 } /* namespace */
@@ -277,11 +293,12 @@ rate_limit_refund_policy(PG_FUNCTION_ARGS)
 	if (core::ValidateRefund(call.number) != core::Status::kOk)
 		pg::ReportInvalidAmount(call.number);
 	pg::RequireWritable("rate_limit_refund");
-	core::Limit limit = pg::LookupPolicy(call.name);
+	pg::Policy policy = pg::LookupPolicy(call.name);
 	core::Request nothing{0.0, false, false, 0.0};
-	core::Decision decision = pg::DecideBucket(call.name, call.key, limit,
-	                                           {pg::Operation::kRefund, nothing, call.number});
-	return pg::DecisionDatum(fcinfo, decision, limit);
+	pg::Operation operation{pg::Operation::kRefund, nothing, call.number, policy.has_initial,
+	                        policy.initial};
+	core::Decision decision = pg::DecideBucket(call.name, call.key, policy.limit, operation);
+	return pg::DecisionDatum(fcinfo, decision, policy.limit);
 }
 
 /* Statement-level trigger on ratelimit.policies: invalidate policy caches. */

@@ -29,10 +29,12 @@ constexpr const char *kPolicyIndex = "policies_pkey";
 constexpr AttrNumber kPolicyName = 1;
 constexpr AttrNumber kPolicyBurst = 4;
 constexpr AttrNumber kPolicyTokensPerSecond = 5;
+constexpr AttrNumber kPolicyInitial = 6;
+constexpr AttrNumber kPolicyJitter = 7;
 
 struct PolicyEntry {
 	char name[kMaxNameBytes + 1]; /* hash key: the policy name */
-	core::Limit limit;
+	Policy policy;
 };
 
 HTAB *policy_cache = NULL;
@@ -62,7 +64,7 @@ ResetPolicyCache()
 
 /* Reads policy `name` from the table; false if it is not defined. */
 bool
-ReadPolicy(text *name, core::Limit *limit)
+ReadPolicy(text *name, Policy *policy)
 {
 	Oid schema = get_namespace_oid(kStateSchema, true);
 	Oid relid = OidIsValid(schema) ? get_relname_relid(kPolicyTable, schema) : InvalidOid;
@@ -78,13 +80,19 @@ ReadPolicy(text *name, core::Limit *limit)
 	HeapTuple tuple = systable_getnext(scan);
 	bool found = HeapTupleIsValid(tuple);
 	if (found) {
-		bool burst_null, rate_null;
-		Datum burst = heap_getattr(tuple, kPolicyBurst, RelationGetDescr(rel), &burst_null);
-		Datum rate = heap_getattr(tuple, kPolicyTokensPerSecond, RelationGetDescr(rel), &rate_null);
-		if (burst_null || rate_null)
-			ReportStateTableAltered("has a policy without rate or burst");
-		limit->burst = DatumGetFloat8(burst);
-		limit->rate = DatumGetFloat8(rate);
+		TupleDesc desc = RelationGetDescr(rel);
+		bool burst_null, rate_null, initial_null, jitter_null;
+		Datum burst = heap_getattr(tuple, kPolicyBurst, desc, &burst_null);
+		Datum rate = heap_getattr(tuple, kPolicyTokensPerSecond, desc, &rate_null);
+		Datum initial = heap_getattr(tuple, kPolicyInitial, desc, &initial_null);
+		Datum jitter = heap_getattr(tuple, kPolicyJitter, desc, &jitter_null);
+		if (burst_null || rate_null || jitter_null)
+			ReportStateTableAltered("has a policy without rate, burst or jitter");
+		policy->limit.burst = DatumGetFloat8(burst);
+		policy->limit.rate = DatumGetFloat8(rate);
+		policy->has_initial = !initial_null;
+		policy->initial = initial_null ? 0.0 : DatumGetFloat8(initial);
+		policy->jitter = DatumGetFloat8(jitter);
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
@@ -105,7 +113,7 @@ PoliciesChanged(Oid relid)
 	CacheInvalidateRelcacheByRelid(relid);
 }
 
-core::Limit
+Policy
 LookupPolicy(text *name)
 {
 	char key[kMaxNameBytes + 1];
@@ -124,17 +132,17 @@ LookupPolicy(text *name)
 		PolicyEntry *entry =
 		    static_cast<PolicyEntry *>(hash_search(policy_cache, key, HASH_FIND, &found));
 		if (found)
-			return entry->limit;
+			return entry->policy;
 
-		core::Limit limit;
-		bool defined = ReadPolicy(name, &limit);
+		Policy policy;
+		bool defined = ReadPolicy(name, &policy);
 		if (policy_cache_stale)
 			continue; /* the table changed while we read it: read again */
 		if (!defined)
 			ReportUndefinedPolicy(key);
 		entry = static_cast<PolicyEntry *>(hash_search(policy_cache, key, HASH_ENTER, &found));
-		entry->limit = limit;
-		return limit;
+		entry->policy = policy;
+		return policy;
 	}
 }
 

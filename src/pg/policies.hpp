@@ -14,12 +14,20 @@
 
 namespace ratelimit::pg {
 
+/* A stored policy: its limit, the balance of a new key, the jitter. */
+struct Policy {
+	core::Limit limit;
+	bool has_initial; /* new keys start with `initial` tokens, not burst */
+	double initial;
+	double jitter; /* 0..1: retry_after stretched by up to this fraction */
+};
+
 /* Registers the relcache callback that marks the policy cache stale. */
 void RegisterPolicyCallbacks();
 
-/* The limit of policy `name` (already checked: not empty, not too long).
- * Raises 42704 if no such policy is defined. */
-core::Limit LookupPolicy(text *name);
+/* Policy `name` (already checked: not empty, not too long).  Raises 42704
+ * if no such policy is defined. */
+Policy LookupPolicy(text *name);
 
 /* Called by the trigger on ratelimit.policies: every backend's cache is
  * invalidated when the changing transaction commits (this one's at once). */

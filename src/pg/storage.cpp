@@ -336,9 +336,13 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 		CHECK_FOR_INTERRUPTS();
 
 		if (!FindBucket(heap, index, keys, &dirty, slot)) {
-			/* A new key starts full; store it only if this call consumes. */
+			/* A new key starts full (or at its policy's initial balance);
+			 * store it only if this call consumes. */
 			TimestampTz now = ClockNow();
-			decision = Evaluate(operation, core::FullBucket(limit, now), limit, now);
+			core::Bucket fresh = core::FullBucket(limit, now);
+			if (operation.has_initial)
+				fresh.tokens = operation.initial;
+			decision = Evaluate(operation, fresh, limit, now);
 			if (!take || !decision.write)
 				break;
 			if (!key_locked) {

@@ -23,6 +23,8 @@ struct Operation {
 	} kind;
 	core::Request request; /* kCheck, kTake */
 	double amount;         /* kRefund */
+	bool has_initial;      /* a new key starts with `initial` tokens, not burst */
+	double initial;
 };
 
 /* Registers the relcache callback that drops cached relation state. */

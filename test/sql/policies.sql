@@ -52,6 +52,36 @@ SELECT remaining FROM rate_limit_refund('llm-budget', 'team:7', 50, 100, 1000);
 ROLLBACK;
 SELECT remaining FROM rate_limit_check('llm-budget', 'team:7', 0, 100, 1000);
 
+-- Initial balance: new keys of a policy may start with fewer tokens than the
+-- burst (here 2 of 10); so does a key that is reset.
+SELECT rate_limit_define('trial', 1, '1 second', 10, initial => 2);
+SELECT * FROM rate_limit_check('trial', 'new-user', 1);
+SELECT * FROM rate_limit_take('trial', 'new-user', 2);
+SELECT * FROM rate_limit_take('trial', 'new-user', 1);
+SELECT remaining FROM rate_limit_refund('trial', 'other-user', 3);
+SELECT rate_limit_reset('trial', 'new-user');
+SELECT remaining FROM rate_limit_check('trial', 'new-user', 0);
+
+-- Jitter: retry_after stretched by up to the fraction, the same for the same
+-- key, different across keys, never shorter than the exact wait (1 s here).
+SELECT rate_limit_define('jittery', 1, '1 second', 1, jitter => 0.5);
+SELECT rate_limit_define('steady', 1, '1 second', 1);
+SELECT count(*) FROM generate_series(1, 100) AS g,
+    LATERAL rate_limit_take('jittery', 'k' || g) AS r, LATERAL rate_limit_take('steady', 'k' || g) AS s;
+SELECT count(DISTINCT r.retry_after) > 90 AS spread,
+       min(r.retry_after) >= 1 AS never_shorter, max(r.retry_after) <= 1.5 AS bounded,
+       bool_and(s.retry_after = 1) AS steady_exact,
+       bool_and(r.retry_after = again.retry_after) AS same_key_same_jitter
+  FROM generate_series(1, 100) AS g,
+       LATERAL rate_limit_check('jittery', 'k' || g) AS r,
+       LATERAL rate_limit_check('jittery', 'k' || g) AS again,
+       LATERAL rate_limit_check('steady', 'k' || g) AS s;
+SELECT retry_after FROM rate_limit_check('jittery', 'k1');
+SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, '1 second', 10, initial => 11)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, '1 second', 10, initial => -1)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, jitter => 2)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, jitter => NULL)$$);
+
 -- Dropping a policy: calls by name then fail with 42704; buckets remain.
 SELECT rate_limit_drop('api-free');
 SELECT rate_limit_drop('api-free');
