@@ -147,6 +147,72 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.rate_limit_refund(text, text, float8, float8, float8) IS
     'gives amount tokens back to the bucket (name, key) that refills at rate up to burst';
 
+-- HTTP header values (draft-ietf-httpapi-ratelimit-headers-10): the policy
+-- as a quota q per window w (the time the bucket takes to refill from empty),
+-- the state as remaining r and seconds t until the next change that matters
+-- (the retry when one is pending, otherwise until full), and Retry-After.
+CREATE FUNCTION @extschema@.rate_limit_headers(
+    decision @extschema@.rate_limit_decision,
+    policy   text,
+    rate     float8 DEFAULT NULL,
+    OUT ratelimit_policy text,
+    OUT ratelimit        text,
+    OUT retry_after      text)
+LANGUAGE plpgsql STABLE PARALLEL SAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_variable
+DECLARE
+    -- Structured-field integers have at most 15 digits.
+    sf_max CONSTANT float8 := 999999999999999;
+    per_second float8 := rate_limit_headers.rate;
+    item text;
+    wait float8;
+BEGIN
+    IF decision IS NULL OR policy IS NULL THEN
+        RAISE EXCEPTION 'decision and policy must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'The header values describe one decision under one policy.',
+                  HINT = 'Pass the row rate_limit_take() returned and the policy name.';
+    END IF;
+    IF policy = '' OR policy !~ '^[ -~]*$' THEN
+        RAISE EXCEPTION 'policy name cannot be written as a structured-field string'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'HTTP structured-field strings hold printable ASCII characters only.',
+                  HINT = 'Name the policy in the headers with a non-empty ASCII name.';
+    END IF;
+    IF per_second IS NULL THEN
+        SELECT p.tokens_per_second INTO per_second
+          FROM ratelimit.policies AS p WHERE p.name OPERATOR(pg_catalog.=) policy;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'rate limit policy "%" does not exist', policy
+                USING ERRCODE = 'undefined_object',
+                      DETAIL = 'Without a rate, the headers take it from a policy defined with rate_limit_define().',
+                      HINT = 'Pass the rate used for the decision, or define the policy.';
+        END IF;
+    END IF;
+    IF NOT (per_second >= 0 AND per_second < 'Infinity') THEN
+        RAISE EXCEPTION 'rate must be a finite number greater than or equal to zero'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The rate given was %s.', per_second),
+                  HINT = 'Pass the refill rate in tokens per second that the decision used.';
+    END IF;
+
+    item := '"' || replace(replace(policy, '\', '\\'), '"', '\"') || '"';
+    ratelimit_policy := item || ';q=' || least(floor(decision.capacity), sf_max)::bigint
+        || CASE WHEN per_second > 0
+                THEN ';w=' || least(ceil(decision.capacity / per_second), sf_max)::bigint
+                ELSE '' END;
+    wait := CASE WHEN decision.retry_after > 0 THEN decision.retry_after ELSE decision.reset_after END;
+    ratelimit := item || ';r=' || least(floor(greatest(decision.remaining, 0)), sf_max)::bigint
+        || CASE WHEN wait < 'Infinity' THEN ';t=' || least(ceil(wait), sf_max)::bigint ELSE '' END;
+    retry_after := CASE WHEN decision.retry_after > 0 AND decision.retry_after < 'Infinity'
+                        THEN least(ceil(decision.retry_after), sf_max)::bigint::text END;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.rate_limit_headers(@extschema@.rate_limit_decision, text, float8) IS
+    'values of the RateLimit-Policy, RateLimit and Retry-After HTTP headers (draft-ietf-httpapi-ratelimit-headers-10) for a decision under a policy (its rate from ratelimit.policies unless given)';
+
 -- Defining policies and handing tokens back are administrative: granted on
 -- purpose, like rate_limit_reset.
 REVOKE ALL ON FUNCTION ratelimit.policies_changed() FROM PUBLIC;
