@@ -147,6 +147,24 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.rate_limit_refund(text, text, float8, float8, float8) IS
     'gives amount tokens back to the bucket (name, key) that refills at rate up to burst';
 
+-- All or nothing over several limits.
+CREATE TYPE @extschema@.rate_limit_all_decision AS (
+    allowed      boolean,
+    retry_after  float8,
+    binding_name text,
+    binding_key  text,
+    remaining    float8[]
+);
+COMMENT ON TYPE @extschema@.rate_limit_all_decision IS
+    'answer of rate_limit_take_all: allowed, seconds until every limit would grant, the binding limit, and the tokens remaining per limit given';
+
+CREATE FUNCTION @extschema@.rate_limit_take_all(names text[], keys text[], costs float8[] DEFAULT NULL)
+RETURNS @extschema@.rate_limit_all_decision
+AS 'MODULE_PATHNAME', 'rate_limit_take_all'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_take_all(text[], text[], float8[]) IS
+    'takes costs[i] (default 1) from bucket (names[i], keys[i]) under policy names[i] for every i, or from none; rows are locked in one canonical order';
+
 -- HTTP header values (draft-ietf-httpapi-ratelimit-headers-10): the policy
 -- as a quota q per window w (the time the bucket takes to refill from empty),
 -- the state as remaining r and seconds t until the next change that matters

@@ -138,6 +138,27 @@ ReportParallelMode(const char *function)
 }
 
 void
+ReportBadLimitList(const char *why)
+{
+	ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid list of limits"),
+	                errdetail("%s", why),
+	                errhint("Pass one-dimensional arrays of equal length: names[i], keys[i] "
+	                        "and costs[i] describe one limit.")));
+	pg_unreachable();
+}
+
+void
+ReportTooManyLimits(int count, int max_count)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED), errmsg("too many limits"),
+	         errdetail("%d limits were given; at most %d can be taken at once.", count, max_count),
+	         errhint("Split the limits over several calls in one transaction, in a "
+	                 "consistent order.")));
+	pg_unreachable();
+}
+
+void
 ReportUndefinedPolicy(const char *name)
 {
 	ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),

@@ -34,6 +34,10 @@ constexpr int kMaxKeyBytes = 1024;
 [[noreturn]] void ReportRecovery(const char *function);
 [[noreturn]] void ReportParallelMode(const char *function);
 
+/* 22023 / 54000: bad arrays for rate_limit_take_all. */
+[[noreturn]] void ReportBadLimitList(const char *why);
+[[noreturn]] void ReportTooManyLimits(int count, int max_count);
+
 /* 42704: no policy of that name; 22023: a bad refund amount. */
 [[noreturn]] void ReportUndefinedPolicy(const char *name);
 [[noreturn]] void ReportInvalidAmount(double amount);

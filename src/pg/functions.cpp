@@ -22,6 +22,7 @@ PG_FUNCTION_INFO_V1(rate_limit_check_policy);
 PG_FUNCTION_INFO_V1(rate_limit_refund);
 PG_FUNCTION_INFO_V1(rate_limit_refund_policy);
 PG_FUNCTION_INFO_V1(rate_limit_policies_changed);
+PG_FUNCTION_INFO_V1(rate_limit_take_all);
 }
 
 namespace ratelimit::pg {
@@ -140,13 +141,13 @@ RequireWritable(const char *function)
 
 /* The result row's descriptor, looked up once per call site. */
 TupleDesc
-ResultDescriptor(FunctionCallInfo fcinfo)
+ResultDescriptor(FunctionCallInfo fcinfo, int columns = kResultColumns)
 {
 	if (fcinfo->flinfo->fn_extra == NULL) {
 		TupleDesc desc;
 		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE ||
-		    desc->natts != kResultColumns)
-			elog(ERROR, "rate limit functions must return rate_limit_decision");
+		    desc->natts != columns)
+			elog(ERROR, "rate limit function returns an unexpected row type");
 		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
 		desc = CreateTupleDescCopy(desc);
 		BlessTupleDesc(desc);
@@ -199,6 +200,35 @@ PolicyDecision(FunctionCallInfo fcinfo, const char *function, Operation::Kind ki
 		decision.retry_after =
 		    core::Jittered(decision.retry_after, policy.jitter, KeyHash(call.name, call.key));
 	return DecisionDatum(fcinfo, decision, policy.limit);
+}
+
+/* Most limits one rate_limit_take_all call takes: rows it locks at once. */
+constexpr int kMaxLimits = 64;
+constexpr int kAllResultColumns = 5;
+
+/* Elements of a one-dimensional array argument, none NULL. */
+int
+ArrayElements(ArrayType *array, Oid type, int16 length, bool by_value, char align, const char *what,
+              Datum **elements)
+{
+	bool *nulls;
+	int count;
+	if (ARR_NDIM(array) > 1)
+		ReportBadLimitList(psprintf("%s has %d dimensions.", what, ARR_NDIM(array)));
+	deconstruct_array(array, type, length, by_value, align, elements, &nulls, &count);
+	for (int i = 0; i < count; i++)
+		if (nulls[i])
+			ReportNullArgument("rate_limit_take_all", psprintf("%s[%d]", what, i + 1),
+			                   "Every element of names, keys and costs needs a value.");
+	return count;
+}
+
+/* qsort_arg comparator over positions into a BucketTake array. */
+int
+ComparePositions(const void *a, const void *b, void *arg)
+{
+	const BucketTake *takes = static_cast<const BucketTake *>(arg);
+	return TakeOrder(&takes[*static_cast<const int *>(a)], &takes[*static_cast<const int *>(b)]);
 }
 
 } /* namespace */
@@ -310,4 +340,107 @@ rate_limit_policies_changed(PG_FUNCTION_ARGS)
 	TriggerData *trigger = reinterpret_cast<TriggerData *>(fcinfo->context);
 	pg::PoliciesChanged(RelationGetRelid(trigger->tg_relation));
 	return PointerGetDatum(NULL);
+}
+
+/*
+ * rate_limit_take_all(names, keys, costs): takes costs[i] from bucket
+ * (names[i], keys[i]) under policy names[i], for every i or for none.
+ */
+Datum
+rate_limit_take_all(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0))
+		pg::ReportNullArgument("rate_limit_take_all", "names", pg::NullHint("names", false));
+	if (PG_ARGISNULL(1))
+		pg::ReportNullArgument("rate_limit_take_all", "keys", pg::NullHint("keys", false));
+	Datum *names;
+	Datum *keys;
+	Datum *costs = NULL;
+	int count = pg::ArrayElements(PG_GETARG_ARRAYTYPE_P(0), TEXTOID, -1, false, TYPALIGN_INT,
+	                              "names", &names);
+	int key_count = pg::ArrayElements(PG_GETARG_ARRAYTYPE_P(1), TEXTOID, -1, false, TYPALIGN_INT,
+	                                  "keys", &keys);
+	int cost_count = count;
+	if (!PG_ARGISNULL(2))
+		cost_count = pg::ArrayElements(PG_GETARG_ARRAYTYPE_P(2), FLOAT8OID, 8, FLOAT8PASSBYVAL,
+		                               TYPALIGN_DOUBLE, "costs", &costs);
+	if (count == 0)
+		pg::ReportBadLimitList("No limit was given.");
+	if (key_count != count || cost_count != count)
+		pg::ReportBadLimitList(
+		    psprintf("names has %d elements, keys %d and costs %d.", count, key_count, cost_count));
+	if (count > pg::kMaxLimits)
+		pg::ReportTooManyLimits(count, pg::kMaxLimits);
+	pg::RequireWritable("rate_limit_take_all");
+
+	/* One entry per argument position, then sorted positions. */
+	pg::BucketTake *given = static_cast<pg::BucketTake *>(palloc0(sizeof(pg::BucketTake) * count));
+	int *sorted = static_cast<int *>(palloc(sizeof(int) * count));
+	for (int i = 0; i < count; i++) {
+		text *name = DatumGetTextPP(names[i]);
+		text *key = DatumGetTextPP(keys[i]);
+		pg::CheckNameAndKey(name, key);
+		pg::Policy policy = pg::LookupPolicy(name);
+		core::Request request{costs != NULL ? DatumGetFloat8(costs[i]) : 1.0, false, false, 0.0};
+		core::Status status = core::Validate(policy.limit, request);
+		if (status != core::Status::kOk)
+			pg::ReportInvalidRequest(status, policy.limit, request);
+		given[i] = pg::BucketTake{
+		    name, key, policy.limit, request, policy.has_initial, policy.initial, core::Decision{}};
+		sorted[i] = i;
+	}
+	qsort_arg(sorted, count, sizeof(int), pg::ComparePositions, given);
+
+	/* Merge repeated buckets (their costs add up) in canonical order. */
+	pg::BucketTake *takes = static_cast<pg::BucketTake *>(palloc0(sizeof(pg::BucketTake) * count));
+	int *bucket_of = static_cast<int *>(palloc(sizeof(int) * count));
+	int buckets = 0;
+	for (int i = 0; i < count; i++) {
+		int position = sorted[i];
+		if (buckets > 0 && pg::TakeOrder(&takes[buckets - 1], &given[position]) == 0) {
+			takes[buckets - 1].request.cost += given[position].request.cost;
+		} else {
+			takes[buckets++] = given[position];
+		}
+		bucket_of[position] = buckets - 1;
+	}
+	for (int b = 0; b < buckets; b++) {
+		core::Status status = core::Validate(takes[b].limit, takes[b].request);
+		if (status != core::Status::kOk)
+			pg::ReportInvalidRequest(status, takes[b].limit, takes[b].request);
+	}
+
+	bool allowed = pg::TakeAll(takes, buckets);
+
+	/* Binding limit: denied, the one to wait longest for; granted, the one
+	 * left with the smallest share of its burst.  Ties: first given. */
+	int binding = -1;
+	for (int i = 0; i < count; i++) {
+		const pg::BucketTake &t = takes[bucket_of[i]];
+		if (binding < 0) {
+			binding = i;
+			continue;
+		}
+		const pg::BucketTake &best = takes[bucket_of[binding]];
+		bool better =
+		    allowed
+		        ? t.decision.remaining / t.limit.burst < best.decision.remaining / best.limit.burst
+		        : (!t.decision.allowed &&
+		           (best.decision.allowed || t.decision.retry_after > best.decision.retry_after));
+		if (better)
+			binding = i;
+	}
+	const pg::BucketTake &bound = takes[bucket_of[binding]];
+
+	Datum *remaining = static_cast<Datum *>(palloc(sizeof(Datum) * count));
+	for (int i = 0; i < count; i++)
+		remaining[i] = Float8GetDatum(takes[bucket_of[i]].decision.remaining);
+	TupleDesc desc = pg::ResultDescriptor(fcinfo, pg::kAllResultColumns);
+	Datum values[pg::kAllResultColumns] = {
+	    BoolGetDatum(allowed), Float8GetDatum(allowed ? 0.0 : bound.decision.retry_after),
+	    PointerGetDatum(bound.name), PointerGetDatum(bound.key),
+	    PointerGetDatum(
+	        construct_array(remaining, count, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE))};
+	bool nulls[pg::kAllResultColumns] = {false, false, false, false, false};
+	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
 }

@@ -34,6 +34,7 @@ extern "C" {
 #include "nodes/execnodes.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/float.h"

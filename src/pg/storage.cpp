@@ -33,6 +33,9 @@
  *   row is in the heap and the index: from then on the row's uncommitted
  *   xmin makes later callers wait, so a transaction creating many keys does
  *   not fill the shared lock table.
+ * - rate_limit_take_all locks all its rows in one canonical order (name, then
+ *   key, bytewise), deciding only once it holds every lock: two overlapping
+ *   calls wait for each other instead of deadlocking.
  * - After any write, CommandCounterIncrement() so that the next call in the
  *   same statement sees, and can lock, the new version.
  * The direct path bypasses triggers, constraints, RLS and other indexes, so
@@ -450,6 +453,157 @@ ResetBucket(text *name, text *key)
 	if (deleted)
 		CommandCounterIncrement();
 	return deleted;
+}
+
+} /* namespace ratelimit::pg */
+
+namespace ratelimit::pg {
+
+namespace {
+
+int
+CompareText(text *a, text *b)
+{
+	int a_len = VARSIZE_ANY_EXHDR(a);
+	int b_len = VARSIZE_ANY_EXHDR(b);
+	int cmp = memcmp(VARDATA_ANY(a), VARDATA_ANY(b), Min(a_len, b_len));
+	return cmp != 0 ? cmp : (a_len > b_len) - (a_len < b_len);
+}
+
+core::Bucket
+NewBucket(const BucketTake &take, TimestampTz now)
+{
+	core::Bucket fresh = core::FullBucket(take.limit, now);
+	if (take.has_initial)
+		fresh.tokens = take.initial;
+	return fresh;
+}
+
+/* What a multi-take knows of one row while it holds the locks. */
+struct LockedRow {
+	bool exists;
+	ItemPointerData tid;
+	core::Bucket state;
+	bool key_locked; /* absent: we hold its new-key lock */
+	LOCKTAG tag;
+};
+
+} /* namespace */
+
+int
+TakeOrder(const void *a, const void *b)
+{
+	const BucketTake *x = static_cast<const BucketTake *>(a);
+	const BucketTake *y = static_cast<const BucketTake *>(b);
+	int cmp = CompareText(x->name, y->name);
+	return cmp != 0 ? cmp : CompareText(x->key, y->key);
+}
+
+bool
+TakeAll(BucketTake *takes, int count)
+{
+	Relation heap;
+	Relation index;
+	OpenStateRelations(RowExclusiveLock, &heap, &index);
+	TupleTableSlot *slot = table_slot_create(heap, NULL);
+	SnapshotData dirty;
+	InitDirtySnapshot(dirty);
+	ScanKeyData keys[2];
+	bool all_allowed = true;
+
+	/* First a lock-free look at the latest committed versions: if any
+	 * bucket denies, the whole call is denied and nothing is locked. */
+	TimestampTz now = ClockNow();
+	core::Bucket *states = static_cast<core::Bucket *>(palloc(sizeof(core::Bucket) * count));
+	for (int i = 0; i < count; i++) {
+		InitBucketKeys(keys, takes[i].name, takes[i].key);
+		for (;;) {
+			CHECK_FOR_INTERRUPTS();
+			bool found = FindBucket(heap, index, keys, &dirty, slot);
+			if (found && TransactionIdIsValid(dirty.xmin)) {
+				XactLockTableWait(dirty.xmin, heap, &slot->tts_tid, XLTW_None);
+				continue;
+			}
+			states[i] = found ? ReadBucket(slot) : NewBucket(takes[i], now);
+			takes[i].decision = core::Decide(states[i], takes[i].limit, takes[i].request, now);
+			break;
+		}
+		if (!takes[i].decision.allowed)
+			all_allowed = false;
+	}
+
+	bool wrote = false;
+	LockedRow *rows = static_cast<LockedRow *>(palloc0(sizeof(LockedRow) * count));
+	if (all_allowed) {
+		/* Lock every row in canonical order, waiting for writers. */
+		CommandId cid = GetCurrentCommandId(true);
+		for (int i = 0; i < count; i++) {
+			InitBucketKeys(keys, takes[i].name, takes[i].key);
+			for (;;) {
+				CHECK_FOR_INTERRUPTS();
+				bool found = FindBucket(heap, index, keys, &dirty, slot);
+				if (found && TransactionIdIsValid(dirty.xmin)) {
+					XactLockTableWait(dirty.xmin, heap, &slot->tts_tid, XLTW_None);
+					continue;
+				}
+				if (found) {
+					if (!LockLatestVersion(heap, slot, &dirty, cid))
+						continue;
+					rows[i].exists = true;
+					rows[i].tid = slot->tts_tid;
+					rows[i].state = ReadBucket(slot);
+					break;
+				}
+				if (!rows[i].key_locked) {
+					SetNewKeyLockTag(&rows[i].tag, takes[i].name, takes[i].key);
+					(void)LockAcquire(&rows[i].tag, ExclusiveLock, false, false);
+					rows[i].key_locked = true;
+					continue; /* inserted meanwhile? look again */
+				}
+				rows[i].exists = false;
+				break;
+			}
+		}
+
+		/* Decide on what is locked, with one clock reading after the waits. */
+		now = ClockNow();
+		for (int i = 0; i < count; i++) {
+			states[i] = rows[i].exists ? rows[i].state : NewBucket(takes[i], now);
+			takes[i].decision = core::Decide(states[i], takes[i].limit, takes[i].request, now);
+			if (!takes[i].decision.allowed)
+				all_allowed = false;
+		}
+		if (all_allowed) {
+			for (int i = 0; i < count; i++) {
+				if (!takes[i].decision.write)
+					continue;
+				if (rows[i].exists)
+					(void)UpdateBucket(heap, index, &rows[i].tid, cid, true, takes[i].name,
+					                   takes[i].key, takes[i].decision.next);
+				else
+					InsertBucket(heap, index, takes[i].name, takes[i].key, takes[i].decision.next);
+				wrote = true;
+			}
+		}
+		for (int i = 0; i < count; i++)
+			if (rows[i].key_locked)
+				LockRelease(&rows[i].tag, ExclusiveLock, false);
+	}
+
+	/* Denied: nothing was taken, so every bucket reports what it holds. */
+	if (!all_allowed) {
+		const core::Request look{0.0, false, false, 0.0};
+		for (int i = 0; i < count; i++)
+			if (takes[i].decision.allowed)
+				takes[i].decision = core::Decide(states[i], takes[i].limit, look, now);
+	}
+	pfree(rows);
+	pfree(states);
+	ExecDropSingleTupleTableSlot(slot);
+	CloseStateRelations(heap, index);
+	if (wrote)
+		CommandCounterIncrement();
+	return all_allowed;
 }
 
 } /* namespace ratelimit::pg */

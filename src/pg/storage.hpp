@@ -35,6 +35,27 @@ void RegisterStorageCallbacks();
 core::Decision DecideBucket(text *name, text *key, const core::Limit &limit,
                             const Operation &operation);
 
+/* One distinct bucket of an all-or-nothing take. */
+struct BucketTake {
+	text *name;
+	text *key;
+	core::Limit limit;
+	core::Request request;
+	bool has_initial;
+	double initial;
+	core::Decision decision; /* out */
+};
+
+/* Takes from every bucket of `takes` or from none, in the caller's
+ * transaction.  `takes` must be sorted by TakeOrder and free of duplicates:
+ * rows are locked in that order, so overlapping calls cannot deadlock.
+ * Returns whether all were granted; each decision says how that bucket
+ * stands (after the take if granted, as it is otherwise). */
+bool TakeAll(BucketTake *takes, int count);
+
+/* The canonical order of buckets: name, then key, bytewise (qsort style). */
+int TakeOrder(const void *a, const void *b);
+
 /* Deletes the bucket so that its next use starts full.  True if it existed. */
 bool ResetBucket(text *name, text *key);
 
