@@ -367,8 +367,8 @@ rate_limit_take_all(PG_FUNCTION_ARGS)
 	if (count == 0)
 		pg::ReportBadLimitList("No limit was given.");
 	if (key_count != count || cost_count != count)
-		pg::ReportBadLimitList(
-		    psprintf("names has %d elements, keys %d and costs %d.", count, key_count, cost_count));
+		pg::ReportBadLimitList(psprintf("The lengths of names, keys and costs are %d, %d and %d.",
+		                                count, key_count, cost_count));
 	if (count > pg::kMaxLimits)
 		pg::ReportTooManyLimits(count, pg::kMaxLimits);
 	pg::RequireWritable("rate_limit_take_all");
