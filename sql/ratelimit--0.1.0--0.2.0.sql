@@ -15,13 +15,20 @@ CREATE TABLE ratelimit.policies (
         GENERATED ALWAYS AS (rate / pg_catalog.date_part('epoch', per)) STORED,
     initial           float8,
     jitter            float8 NOT NULL DEFAULT 0,
+    fixed_window      boolean NOT NULL DEFAULT false,
+    window_start      interval,
+    window_us         bigint NOT NULL
+        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', per) * 1000000)::bigint) STORED,
+    window_start_us   bigint
+        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', window_start) * 1000000)::bigint) STORED,
     CONSTRAINT policies_pkey PRIMARY KEY (name),
     CONSTRAINT policies_name_check CHECK (pg_catalog.octet_length(name) BETWEEN 1 AND 256),
     CONSTRAINT policies_rate_check CHECK (rate >= 0 AND rate < 'Infinity'),
     CONSTRAINT policies_per_check CHECK (per > '0'::interval),
     CONSTRAINT policies_burst_check CHECK (burst > 0 AND burst < 'Infinity'),
     CONSTRAINT policies_initial_check CHECK (initial >= 0 AND initial <= burst),
-    CONSTRAINT policies_jitter_check CHECK (jitter >= 0 AND jitter <= 1)
+    CONSTRAINT policies_jitter_check CHECK (jitter >= 0 AND jitter <= 1),
+    CONSTRAINT policies_window_start_check CHECK (window_start >= '0'::interval)
 );
 REVOKE ALL ON TABLE ratelimit.policies FROM PUBLIC;
 COMMENT ON TABLE ratelimit.policies IS
@@ -45,7 +52,9 @@ CREATE FUNCTION @extschema@.rate_limit_define(
     per     interval DEFAULT '1 second',
     burst   float8   DEFAULT NULL,
     initial float8   DEFAULT NULL,
-    jitter  float8   DEFAULT 0)
+    jitter  float8   DEFAULT 0,
+    fixed_window boolean DEFAULT false,
+    window_start interval DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -96,15 +105,29 @@ BEGIN
                   DETAIL = format('The jitter given was %s.', coalesce($6::text, 'NULL')),
                   HINT = 'Pass the largest fraction retry_after may be stretched by, such as 0.1; 0 for none.';
     END IF;
-    INSERT INTO ratelimit.policies AS p (name, rate, per, burst, initial, jitter)
-    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6)
+    IF $7 IS NULL THEN
+        RAISE EXCEPTION 'fixed_window must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'fixed_window chooses between continuous refill and fixed windows.',
+                  HINT = 'Pass true for fixed windows, false (the default) for a token bucket.';
+    END IF;
+    IF $8 IS NOT NULL AND (NOT $7 OR $8 < '0'::interval) THEN
+        RAISE EXCEPTION 'window_start needs fixed_window and a non-negative interval'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The window_start given was %s, with fixed_window %s.', $8, $7),
+                  HINT = 'Pass the offset of the windows from midnight UTC, such as ''0 seconds'' to start them on the minute; omit it to spread keys over the window.';
+    END IF;
+    INSERT INTO ratelimit.policies AS p
+        (name, rate, per, burst, initial, jitter, fixed_window, window_start)
+    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8)
     ON CONFLICT (name) DO UPDATE
         SET rate = excluded.rate, per = excluded.per, burst = excluded.burst,
-            initial = excluded.initial, jitter = excluded.jitter;
+            initial = excluded.initial, jitter = excluded.jitter,
+            fixed_window = excluded.fixed_window, window_start = excluded.window_start;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8) IS
-    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter';
+COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval) IS
+    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key)';
 
 CREATE FUNCTION @extschema@.rate_limit_drop(name text)
 RETURNS boolean
@@ -234,7 +257,7 @@ COMMENT ON FUNCTION @extschema@.rate_limit_headers(@extschema@.rate_limit_decisi
 -- Defining policies and handing tokens back are administrative: granted on
 -- purpose, like rate_limit_reset.
 REVOKE ALL ON FUNCTION ratelimit.policies_changed() FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_drop(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_refund(text, text, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_refund(text, text, float8, float8, float8) FROM PUBLIC;

@@ -52,6 +52,30 @@ MicrosUntil(double tokens, double target, double rate) noexcept
 	return us;
 }
 
+/* floor(a / b) for b > 0, also for negative a. */
+std::int64_t
+FloorDiv(std::int64_t a, std::int64_t b) noexcept
+{
+	std::int64_t q = a / b;
+	return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+/* Window boundaries in (from_us, to_us]. */
+std::int64_t
+BoundariesCrossed(const Limit &limit, std::int64_t from_us, std::int64_t to_us) noexcept
+{
+	/* Differences to the phase cannot overflow for PostgreSQL timestamps. */
+	return FloorDiv(to_us - limit.phase_us, limit.window_us) -
+	       FloorDiv(from_us - limit.phase_us, limit.window_us);
+}
+
+/* Tokens one window adds. */
+double
+PerWindow(const Limit &limit) noexcept
+{
+	return limit.rate * (static_cast<double>(limit.window_us) / kMicros);
+}
+
 /* The one admission rule: may `request` be granted from `tokens`? */
 bool
 Admits(double tokens, const Limit &limit, const Request &request) noexcept
@@ -70,6 +94,31 @@ Admits(double tokens, const Limit &limit, const Request &request) noexcept
  * w - 1 would not.  `estimate_us` (from the closed form) is corrected against
  * Refill itself, so rounding in either cannot make the answer wrong.
  */
+/* Closed-form guess of the wait until `tokens` (held at `stamp_us`, refilled
+ * to now) reach `target`: exact for continuous refill up to rounding, and
+ * the right window boundary for fixed windows.  WaitMicros() corrects it. */
+double
+EstimateMicros(const Limit &limit, std::int64_t stamp_us, std::int64_t now_us, double tokens,
+               double target) noexcept
+{
+	/* After a backward clock step refill resumes at the stamp, not at now. */
+	double lag_us =
+	    now_us < stamp_us ? static_cast<double>(stamp_us) - static_cast<double>(now_us) : 0.0;
+	if (limit.window_us <= 0)
+		return lag_us + MicrosUntil(tokens, target, limit.rate);
+	if (!(tokens < target))
+		return 0.0;
+	double per_window = PerWindow(limit);
+	if (!(per_window > 0.0))
+		return std::numeric_limits<double>::infinity();
+	double windows = std::ceil((target - tokens) / per_window);
+	std::int64_t base = stamp_us > now_us ? stamp_us : now_us;
+	std::int64_t next =
+	    limit.phase_us + (FloorDiv(base - limit.phase_us, limit.window_us) + 1) * limit.window_us;
+	return static_cast<double>(next - now_us) +
+	       (windows - 1.0) * static_cast<double>(limit.window_us);
+}
+
 template <typename Condition>
 double
 WaitMicros(const Bucket &from, const Limit &limit, std::int64_t now_us, double estimate_us,
@@ -77,6 +126,19 @@ WaitMicros(const Bucket &from, const Limit &limit, std::int64_t now_us, double e
 {
 	if (!(estimate_us < kExactMicrosLimit))
 		return estimate_us; /* never (+inf), or too far off for whole µs */
+	if (limit.window_us > 0) {
+		/* Tokens arrive only at boundaries: try the estimated one and its
+		 * neighbours, earliest first. */
+		std::int64_t first = static_cast<std::int64_t>(estimate_us) - 2 * limit.window_us;
+		for (int k = 0; k < 6; k++) {
+			std::int64_t wait = first + k * limit.window_us;
+			if (wait < 1)
+				continue;
+			if (holds(Refill(from, limit, now_us + wait).tokens))
+				return static_cast<double>(wait);
+		}
+		return estimate_us;
+	}
 	std::int64_t wait = estimate_us < 1.0 ? 1 : static_cast<std::int64_t>(estimate_us);
 	std::int64_t at = 0;
 	if (__builtin_add_overflow(now_us, wait, &at))
@@ -126,6 +188,14 @@ Refill(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept
 	std::int64_t elapsed = 0;
 	if (now_us <= stored.stamp_us)
 		return Bucket{tokens, stored.stamp_us};
+	if (limit.window_us > 0) {
+		std::int64_t windows = BoundariesCrossed(limit, stored.stamp_us, now_us);
+		if (windows > 0) {
+			double added = PerWindow(limit) * static_cast<double>(windows);
+			tokens = added >= limit.burst - tokens ? limit.burst : tokens + added;
+		}
+		return Bucket{tokens, now_us};
+	}
 	if (__builtin_sub_overflow(now_us, stored.stamp_us, &elapsed))
 		return Bucket{limit.burst, now_us};
 	double room = limit.burst - tokens;
@@ -147,10 +217,6 @@ Decide(const Bucket &stored, const Limit &limit, const Request &request,
        std::int64_t now_us) noexcept
 {
 	Bucket current = Refill(stored, limit, now_us);
-	/* After a backward clock step refill resumes at the stamp, not at now. */
-	double lag_us = now_us < current.stamp_us
-	                    ? static_cast<double>(current.stamp_us) - static_cast<double>(now_us)
-	                    : 0.0;
 
 	Decision d{};
 	d.allowed = Admits(current.tokens, limit, request);
@@ -169,28 +235,31 @@ Decide(const Bucket &stored, const Limit &limit, const Request &request,
 	const Bucket &after_call = d.allowed ? d.next : stored;
 
 	if (d.allowed) {
-		d.retry_after = d.remaining >= 0.0
-		                    ? 0.0
-		                    : WaitMicros(after_call, limit, now_us,
-		                                 lag_us + MicrosUntil(d.remaining, 0.0, limit.rate),
-		                                 [](double tokens) { return tokens >= 0.0; }) /
-		                          kMicros;
+		d.retry_after =
+		    d.remaining >= 0.0
+		        ? 0.0
+		        : WaitMicros(after_call, limit, now_us,
+		                     EstimateMicros(limit, current.stamp_us, now_us, d.remaining, 0.0),
+		                     [](double tokens) { return tokens >= 0.0; }) /
+		              kMicros;
 	} else {
 		double target = request.cost;
 		if (request.reserve && request.debt_capped && limit.rate > 0.0)
 			target = request.cost - request.max_reserved;
 		d.retry_after =
 		    WaitMicros(
-		        after_call, limit, now_us, lag_us + MicrosUntil(d.remaining, target, limit.rate),
+		        after_call, limit, now_us,
+		        EstimateMicros(limit, current.stamp_us, now_us, d.remaining, target),
 		        [&limit, &request](double tokens) { return Admits(tokens, limit, request); }) /
 		    kMicros;
 	}
-	d.reset_after = d.remaining >= limit.burst
-	                    ? 0.0
-	                    : WaitMicros(after_call, limit, now_us,
-	                                 lag_us + MicrosUntil(d.remaining, limit.burst, limit.rate),
-	                                 [&limit](double tokens) { return tokens >= limit.burst; }) /
-	                          kMicros;
+	d.reset_after =
+	    d.remaining >= limit.burst
+	        ? 0.0
+	        : WaitMicros(after_call, limit, now_us,
+	                     EstimateMicros(limit, current.stamp_us, now_us, d.remaining, limit.burst),
+	                     [&limit](double tokens) { return tokens >= limit.burst; }) /
+	              kMicros;
 	return d;
 }
 
@@ -218,26 +287,25 @@ Refund(const Bucket &stored, const Limit &limit, double amount, std::int64_t now
 	double tokens = current.tokens + amount;
 	if (tokens > limit.burst)
 		tokens = limit.burst;
-	double lag_us = now_us < current.stamp_us
-	                    ? static_cast<double>(current.stamp_us) - static_cast<double>(now_us)
-	                    : 0.0;
 
 	Decision d{};
 	d.allowed = true;
 	d.remaining = tokens;
 	d.next = Bucket{tokens, current.stamp_us};
 	d.write = tokens != stored.tokens || current.stamp_us != stored.stamp_us;
-	d.retry_after = tokens >= 0.0 ? 0.0
-	                              : WaitMicros(d.next, limit, now_us,
-	                                           lag_us + MicrosUntil(tokens, 0.0, limit.rate),
-	                                           [](double t) { return t >= 0.0; }) /
-	                                    kMicros;
-	d.reset_after = tokens >= limit.burst
+	d.retry_after = tokens >= 0.0
 	                    ? 0.0
 	                    : WaitMicros(d.next, limit, now_us,
-	                                 lag_us + MicrosUntil(tokens, limit.burst, limit.rate),
-	                                 [&limit](double t) { return t >= limit.burst; }) /
+	                                 EstimateMicros(limit, current.stamp_us, now_us, tokens, 0.0),
+	                                 [](double t) { return t >= 0.0; }) /
 	                          kMicros;
+	d.reset_after =
+	    tokens >= limit.burst
+	        ? 0.0
+	        : WaitMicros(d.next, limit, now_us,
+	                     EstimateMicros(limit, current.stamp_us, now_us, tokens, limit.burst),
+	                     [&limit](double t) { return t >= limit.burst; }) /
+	              kMicros;
 	return d;
 }
 

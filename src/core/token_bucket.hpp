@@ -28,10 +28,15 @@ enum class Status : int {
 	kCostExceedsDebtCap  /* reservation: cost > burst + max_reserved, likewise */
 };
 
-/* The limit: `rate` tokens per second (0 = never refills), `burst` capacity. */
+/* The limit: `rate` tokens per second (0 = never refills), `burst` capacity.
+ * With `window_us` > 0 refill is a fixed window: at every instant
+ * phase_us + k * window_us (k integer) the bucket gains rate * window
+ * seconds' worth of tokens at once, capped at burst; in between, nothing. */
 struct Limit {
 	double rate;
 	double burst;
+	std::int64_t window_us = 0; /* 0: continuous refill */
+	std::int64_t phase_us = 0;  /* where windows start, modulo window_us */
 };
 
 /* One call: take `cost` tokens (0 = look only).  With `reserve` the bucket may

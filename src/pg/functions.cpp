@@ -190,16 +190,17 @@ PolicyDecision(FunctionCallInfo fcinfo, const char *function, Operation::Kind ki
 	else
 		RequirePrimary(function);
 	Policy policy = LookupPolicy(call.name);
+	core::Limit limit = PolicyLimit(policy, call.name, call.key);
 	core::Request request{call.number, false, false, 0.0};
-	core::Status status = core::Validate(policy.limit, request);
+	core::Status status = core::Validate(limit, request);
 	if (status != core::Status::kOk)
-		ReportInvalidRequest(status, policy.limit, request);
+		ReportInvalidRequest(status, limit, request);
 	Operation operation{kind, request, 0.0, policy.has_initial, policy.initial};
-	core::Decision decision = DecideBucket(call.name, call.key, policy.limit, operation);
+	core::Decision decision = DecideBucket(call.name, call.key, limit, operation);
 	if (policy.jitter > 0.0)
 		decision.retry_after =
 		    core::Jittered(decision.retry_after, policy.jitter, KeyHash(call.name, call.key));
-	return DecisionDatum(fcinfo, decision, policy.limit);
+	return DecisionDatum(fcinfo, decision, limit);
 }
 
 /* Most limits one rate_limit_take_all call takes: rows it locks at once. */
@@ -327,8 +328,9 @@ rate_limit_refund_policy(PG_FUNCTION_ARGS)
 	core::Request nothing{0.0, false, false, 0.0};
 	pg::Operation operation{pg::Operation::kRefund, nothing, call.number, policy.has_initial,
 	                        policy.initial};
-	core::Decision decision = pg::DecideBucket(call.name, call.key, policy.limit, operation);
-	return pg::DecisionDatum(fcinfo, decision, policy.limit);
+	core::Limit limit = pg::PolicyLimit(policy, call.name, call.key);
+	core::Decision decision = pg::DecideBucket(call.name, call.key, limit, operation);
+	return pg::DecisionDatum(fcinfo, decision, limit);
 }
 
 /* Statement-level trigger on ratelimit.policies: invalidate policy caches. */
@@ -381,12 +383,13 @@ rate_limit_take_all(PG_FUNCTION_ARGS)
 		text *key = DatumGetTextPP(keys[i]);
 		pg::CheckNameAndKey(name, key);
 		pg::Policy policy = pg::LookupPolicy(name);
+		core::Limit limit = pg::PolicyLimit(policy, name, key);
 		core::Request request{costs != NULL ? DatumGetFloat8(costs[i]) : 1.0, false, false, 0.0};
-		core::Status status = core::Validate(policy.limit, request);
+		core::Status status = core::Validate(limit, request);
 		if (status != core::Status::kOk)
-			pg::ReportInvalidRequest(status, policy.limit, request);
+			pg::ReportInvalidRequest(status, limit, request);
 		given[i] = pg::BucketTake{
-		    name, key, policy.limit, request, policy.has_initial, policy.initial, core::Decision{}};
+		    name, key, limit, request, policy.has_initial, policy.initial, core::Decision{}};
 		sorted[i] = i;
 	}
 	qsort_arg(sorted, count, sizeof(int), pg::ComparePositions, given);

@@ -31,6 +31,12 @@ constexpr AttrNumber kPolicyBurst = 4;
 constexpr AttrNumber kPolicyTokensPerSecond = 5;
 constexpr AttrNumber kPolicyInitial = 6;
 constexpr AttrNumber kPolicyJitter = 7;
+constexpr AttrNumber kPolicyFixedWindow = 8;
+constexpr AttrNumber kPolicyWindowUs = 10;
+constexpr AttrNumber kPolicyWindowStartUs = 11;
+
+/* Seed of the hash that spreads keys' windows, distinct from the others. */
+constexpr uint64 kWindowSeed = 0x77696E646F77ULL;
 
 struct PolicyEntry {
 	char name[kMaxNameBytes + 1]; /* hash key: the policy name */
@@ -93,6 +99,18 @@ ReadPolicy(text *name, Policy *policy)
 		policy->has_initial = !initial_null;
 		policy->initial = initial_null ? 0.0 : DatumGetFloat8(initial);
 		policy->jitter = DatumGetFloat8(jitter);
+		bool fixed_null, window_null, start_null;
+		Datum fixed = heap_getattr(tuple, kPolicyFixedWindow, desc, &fixed_null);
+		Datum window = heap_getattr(tuple, kPolicyWindowUs, desc, &window_null);
+		Datum start = heap_getattr(tuple, kPolicyWindowStartUs, desc, &start_null);
+		if (fixed_null || window_null)
+			ReportStateTableAltered("has a policy without its window");
+		policy->fixed_window = DatumGetBool(fixed);
+		policy->window_us = DatumGetInt64(window);
+		policy->has_window_start = !start_null;
+		policy->window_start_us = start_null ? 0 : DatumGetInt64(start);
+		if (policy->fixed_window && policy->window_us <= 0)
+			ReportStateTableAltered("has a fixed-window policy without a positive window");
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
@@ -105,6 +123,26 @@ void
 RegisterPolicyCallbacks()
 {
 	CacheRegisterRelcacheCallback(InvalidatePolicies, (Datum)0);
+}
+
+core::Limit
+PolicyLimit(const Policy &policy, text *name, text *key)
+{
+	core::Limit limit = policy.limit;
+	if (!policy.fixed_window)
+		return limit;
+	limit.window_us = policy.window_us;
+	if (policy.has_window_start) {
+		limit.phase_us = policy.window_start_us % policy.window_us;
+	} else {
+		uint64 hash =
+		    hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(name)),
+		                        VARSIZE_ANY_EXHDR(name), kWindowSeed);
+		hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(key)),
+		                           VARSIZE_ANY_EXHDR(key), hash);
+		limit.phase_us = static_cast<int64>(hash % static_cast<uint64>(policy.window_us));
+	}
+	return limit;
 }
 
 void

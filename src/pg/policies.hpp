@@ -20,6 +20,10 @@ struct Policy {
 	bool has_initial; /* new keys start with `initial` tokens, not burst */
 	double initial;
 	double jitter; /* 0..1: retry_after stretched by up to this fraction */
+	bool fixed_window;
+	int64 window_us;       /* fixed_window: the window length */
+	bool has_window_start; /* fixed_window: windows start at window_start_us */
+	int64 window_start_us; /* otherwise each key's windows start at its hash */
 };
 
 /* Registers the relcache callback that marks the policy cache stale. */
@@ -28,6 +32,10 @@ void RegisterPolicyCallbacks();
 /* Policy `name` (already checked: not empty, not too long).  Raises 42704
  * if no such policy is defined. */
 Policy LookupPolicy(text *name);
+
+/* The limit policy `policy` sets for bucket (name, key): for fixed windows,
+ * where that key's windows start. */
+core::Limit PolicyLimit(const Policy &policy, text *name, text *key);
 
 /* Called by the trigger on ratelimit.policies: every backend's cache is
  * invalidated when the changing transaction commits (this one's at once). */

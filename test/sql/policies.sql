@@ -82,6 +82,37 @@ SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, '1 second', 10, initi
 SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, jitter => 2)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, jitter => NULL)$$);
 
+-- Fixed windows: 10 tokens a minute, added at once on the minute (windows
+-- counted from midnight UTC); retry_after points at the window that serves.
+SET ratelimit.fixed_clock = 1000;   -- 00:16:40 UTC; the next window starts at 00:17:00
+SELECT rate_limit_define('per-minute', 10, '1 minute', fixed_window => true, window_start => '0 seconds');
+SELECT * FROM rate_limit_take('per-minute', 'k', 10);
+SELECT * FROM rate_limit_take('per-minute', 'k');
+SET ratelimit.fixed_clock = 1019.999999;
+SELECT allowed, retry_after FROM rate_limit_take('per-minute', 'k');
+SET ratelimit.fixed_clock = 1020;
+SELECT allowed, remaining FROM rate_limit_take('per-minute', 'k');
+-- a capacity above one window lets unused tokens roll over, up to it
+SELECT rate_limit_define('rollover', 10, '1 minute', 25, fixed_window => true, window_start => '0 seconds');
+SELECT remaining, reset_after FROM rate_limit_take('rollover', 'k', 25);
+SELECT allowed, retry_after FROM rate_limit_take('rollover', 'k', 15);
+SET ratelimit.fixed_clock = 1140;
+SELECT remaining FROM rate_limit_check('rollover', 'k', 0);
+-- without window_start, each key's windows start at its own point of the
+-- minute, so all clients do not come back at the same instant
+SELECT rate_limit_define('spread', 10, '1 minute', fixed_window => true);
+SELECT count(*) FROM generate_series(1, 100) AS g, LATERAL rate_limit_take('spread', 'k' || g, 10) AS d;
+SELECT count(DISTINCT d.retry_after) > 90 AS spread, min(d.retry_after) > 0 AS waits,
+       max(d.retry_after) <= 60 AS within_a_window
+  FROM generate_series(1, 100) AS g, LATERAL rate_limit_check('spread', 'k' || g) AS d;
+-- the header window of a fixed-window policy is its period
+SELECT h.ratelimit_policy FROM rate_limit_check('per-minute', 'k') AS d,
+    LATERAL rate_limit_headers(d, 'per-minute') AS h;
+SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, window_start => '0 seconds')$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, fixed_window => true, window_start => '-1 second')$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, fixed_window => NULL)$$);
+SET ratelimit.fixed_clock = 1030;
+
 -- Dropping a policy: calls by name then fail with 42704; buckets remain.
 SELECT rate_limit_drop('api-free');
 SELECT rate_limit_drop('api-free');
