@@ -21,6 +21,9 @@ CREATE TABLE ratelimit.policies (
         GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', per) * 1000000)::bigint) STORED,
     window_start_us   bigint
         GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', window_start) * 1000000)::bigint) STORED,
+    floor_rate        float8 NOT NULL DEFAULT 0,
+    floor_per_second  float8 NOT NULL
+        GENERATED ALWAYS AS (floor_rate / pg_catalog.date_part('epoch', per)) STORED,
     CONSTRAINT policies_pkey PRIMARY KEY (name),
     CONSTRAINT policies_name_check CHECK (pg_catalog.octet_length(name) BETWEEN 1 AND 256),
     CONSTRAINT policies_rate_check CHECK (rate >= 0 AND rate < 'Infinity'),
@@ -28,7 +31,9 @@ CREATE TABLE ratelimit.policies (
     CONSTRAINT policies_burst_check CHECK (burst > 0 AND burst < 'Infinity'),
     CONSTRAINT policies_initial_check CHECK (initial >= 0 AND initial <= burst),
     CONSTRAINT policies_jitter_check CHECK (jitter >= 0 AND jitter <= 1),
-    CONSTRAINT policies_window_start_check CHECK (window_start >= '0'::interval)
+    CONSTRAINT policies_window_start_check CHECK (window_start >= '0'::interval),
+    CONSTRAINT policies_floor_rate_check CHECK (floor_rate >= 0 AND floor_rate < 'Infinity'
+                                                AND (floor_rate = 0 OR NOT fixed_window))
 );
 REVOKE ALL ON TABLE ratelimit.policies FROM PUBLIC;
 COMMENT ON TABLE ratelimit.policies IS
@@ -54,7 +59,8 @@ CREATE FUNCTION @extschema@.rate_limit_define(
     initial float8   DEFAULT NULL,
     jitter  float8   DEFAULT 0,
     fixed_window boolean DEFAULT false,
-    window_start interval DEFAULT NULL)
+    window_start interval DEFAULT NULL,
+    floor_rate   float8   DEFAULT 0)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -117,17 +123,24 @@ BEGIN
                   DETAIL = format('The window_start given was %s, with fixed_window %s.', $8, $7),
                   HINT = 'Pass the offset of the windows from midnight UTC, such as ''0 seconds'' to start them on the minute; omit it to spread keys over the window.';
     END IF;
+    IF $9 IS NULL OR NOT ($9 >= 0 AND $9 < 'Infinity') OR ($9 > 0 AND $7) THEN
+        RAISE EXCEPTION 'floor_rate must be a finite number greater than or equal to zero, without fixed_window'
+            USING ERRCODE = CASE WHEN $9 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
+                  DETAIL = format('The floor_rate given was %s, with fixed_window %s.', coalesce($9::text, 'NULL'), $7),
+                  HINT = 'Pass the tokens per period a client still gets once its burst is spent; 0 for none.';
+    END IF;
     INSERT INTO ratelimit.policies AS p
-        (name, rate, per, burst, initial, jitter, fixed_window, window_start)
-    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8)
+        (name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate)
+    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9)
     ON CONFLICT (name) DO UPDATE
         SET rate = excluded.rate, per = excluded.per, burst = excluded.burst,
             initial = excluded.initial, jitter = excluded.jitter,
-            fixed_window = excluded.fixed_window, window_start = excluded.window_start;
+            fixed_window = excluded.fixed_window, window_start = excluded.window_start,
+            floor_rate = excluded.floor_rate;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval) IS
-    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key)';
+COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8) IS
+    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent';
 
 CREATE FUNCTION @extschema@.rate_limit_drop(name text)
 RETURNS boolean
@@ -257,7 +270,7 @@ COMMENT ON FUNCTION @extschema@.rate_limit_headers(@extschema@.rate_limit_decisi
 -- Defining policies and handing tokens back are administrative: granted on
 -- purpose, like rate_limit_reset.
 REVOKE ALL ON FUNCTION ratelimit.policies_changed() FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_drop(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_refund(text, text, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_refund(text, text, float8, float8, float8) FROM PUBLIC;

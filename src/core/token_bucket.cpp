@@ -76,6 +76,36 @@ PerWindow(const Limit &limit) noexcept
 	return limit.rate * (static_cast<double>(limit.window_us) / kMicros);
 }
 
+/* Below this balance refill runs at FastRate(); at most burst. */
+double
+FloorLevel(const Limit &limit) noexcept
+{
+	return limit.floor_rate < limit.burst ? limit.floor_rate : limit.burst;
+}
+
+double
+FastRate(const Limit &limit) noexcept
+{
+	return limit.floor_rate > limit.rate ? limit.floor_rate : limit.rate;
+}
+
+/* Continuous refill of `tokens` over `elapsed_us`, floor included. */
+double
+CreditContinuous(const Limit &limit, double tokens, double elapsed_us) noexcept
+{
+	double level = FloorLevel(limit);
+	if (limit.floor_rate > 0.0 && tokens < level) {
+		double fast = FastRate(limit);
+		double to_level_us = (level - tokens) / fast * kMicros;
+		if (elapsed_us <= to_level_us)
+			return tokens + Credit(fast, elapsed_us);
+		tokens = level;
+		elapsed_us -= to_level_us;
+	}
+	double added = Credit(limit.rate, elapsed_us);
+	return added >= limit.burst - tokens ? limit.burst : tokens + added;
+}
+
 /* The one admission rule: may `request` be granted from `tokens`? */
 bool
 Admits(double tokens, const Limit &limit, const Request &request) noexcept
@@ -83,7 +113,7 @@ Admits(double tokens, const Limit &limit, const Request &request) noexcept
 	double after = tokens - request.cost;
 	if (after >= 0.0)
 		return true;
-	if (!request.reserve || !(limit.rate > 0.0))
+	if (!request.reserve || !(limit.rate > 0.0 || limit.floor_rate > 0.0))
 		return false; /* without refill a debt is never repaid */
 	return !(request.debt_capped && -after > request.max_reserved);
 }
@@ -104,8 +134,15 @@ EstimateMicros(const Limit &limit, std::int64_t stamp_us, std::int64_t now_us, d
 	/* After a backward clock step refill resumes at the stamp, not at now. */
 	double lag_us =
 	    now_us < stamp_us ? static_cast<double>(stamp_us) - static_cast<double>(now_us) : 0.0;
-	if (limit.window_us <= 0)
-		return lag_us + MicrosUntil(tokens, target, limit.rate);
+	if (limit.window_us <= 0) {
+		double level = FloorLevel(limit);
+		if (!(limit.floor_rate > 0.0) || !(tokens < level))
+			return lag_us + MicrosUntil(tokens, target, limit.rate);
+		double fast = FastRate(limit);
+		if (target <= level)
+			return lag_us + MicrosUntil(tokens, target, fast);
+		return lag_us + MicrosUntil(tokens, level, fast) + MicrosUntil(level, target, limit.rate);
+	}
 	if (!(tokens < target))
 		return 0.0;
 	double per_window = PerWindow(limit);
@@ -168,6 +205,8 @@ Validate(const Limit &limit, const Request &request) noexcept
 		return Status::kBurstInvalid;
 	if (request.debt_capped && !IsFiniteNonNegative(request.max_reserved))
 		return Status::kMaxReservedInvalid;
+	if (!IsFiniteNonNegative(limit.floor_rate))
+		return Status::kFloorRateInvalid;
 	if (!request.reserve && request.cost > limit.burst)
 		return Status::kCostExceedsBurst;
 	if (request.reserve && request.debt_capped && request.cost > limit.burst + request.max_reserved)
@@ -198,9 +237,7 @@ Refill(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept
 	}
 	if (__builtin_sub_overflow(now_us, stored.stamp_us, &elapsed))
 		return Bucket{limit.burst, now_us};
-	double room = limit.burst - tokens;
-	double added = Credit(limit.rate, static_cast<double>(elapsed));
-	tokens = added >= room ? limit.burst : tokens + added;
+	tokens = CreditContinuous(limit, tokens, static_cast<double>(elapsed));
 	if (tokens > limit.burst)
 		tokens = limit.burst;
 	return Bucket{tokens, now_us};
@@ -244,7 +281,7 @@ Decide(const Bucket &stored, const Limit &limit, const Request &request,
 		              kMicros;
 	} else {
 		double target = request.cost;
-		if (request.reserve && request.debt_capped && limit.rate > 0.0)
+		if (request.reserve && request.debt_capped && (limit.rate > 0.0 || limit.floor_rate > 0.0))
 			target = request.cost - request.max_reserved;
 		d.retry_after =
 		    WaitMicros(

@@ -25,7 +25,8 @@ enum class Status : int {
 	kBurstInvalid,       /* burst is NaN, infinite, zero or negative */
 	kMaxReservedInvalid, /* max_reserved is NaN, infinite or negative */
 	kCostExceedsBurst,   /* cost > burst and no reservation: can never succeed */
-	kCostExceedsDebtCap  /* reservation: cost > burst + max_reserved, likewise */
+	kCostExceedsDebtCap, /* reservation: cost > burst + max_reserved, likewise */
+	kFloorRateInvalid    /* floor_rate is NaN, infinite or negative */
 };
 
 /* The limit: `rate` tokens per second (0 = never refills), `burst` capacity.
@@ -37,6 +38,10 @@ struct Limit {
 	double burst;
 	std::int64_t window_us = 0; /* 0: continuous refill */
 	std::int64_t phase_us = 0;  /* where windows start, modulo window_us */
+	/* Continuous refill only: while the bucket holds less than one second's
+	 * worth of floor_rate, it refills at max(rate, floor_rate), so a client
+	 * that spent its burst still gets floor_rate tokens per second. */
+	double floor_rate = 0.0;
 };
 
 /* One call: take `cost` tokens (0 = look only).  With `reserve` the bucket may

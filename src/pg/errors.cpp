@@ -69,6 +69,13 @@ ReportInvalidRequest(core::Status status, const core::Limit &limit, const core::
 		                   Show(request.cost), Show(limit.burst), Show(request.max_reserved)),
 		         errhint("Raise burst or max_reserved, or lower cost.")));
 		break;
+	case core::Status::kFloorRateInvalid:
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		                errmsg("floor rate must be a finite number greater than or equal to zero"),
+		                errdetail("The floor rate given was %s tokens per second.",
+		                          Show(limit.floor_rate)),
+		                errhint("Pass 0 for no floor.")));
+		break;
 	case core::Status::kOk:
 		break;
 	}

@@ -34,6 +34,7 @@ constexpr AttrNumber kPolicyJitter = 7;
 constexpr AttrNumber kPolicyFixedWindow = 8;
 constexpr AttrNumber kPolicyWindowUs = 10;
 constexpr AttrNumber kPolicyWindowStartUs = 11;
+constexpr AttrNumber kPolicyFloorPerSecond = 13;
 
 /* Seed of the hash that spreads keys' windows, distinct from the others. */
 constexpr uint64 kWindowSeed = 0x77696E646F77ULL;
@@ -103,8 +104,11 @@ ReadPolicy(text *name, Policy *policy)
 		Datum fixed = heap_getattr(tuple, kPolicyFixedWindow, desc, &fixed_null);
 		Datum window = heap_getattr(tuple, kPolicyWindowUs, desc, &window_null);
 		Datum start = heap_getattr(tuple, kPolicyWindowStartUs, desc, &start_null);
-		if (fixed_null || window_null)
-			ReportStateTableAltered("has a policy without its window");
+		bool floor_null;
+		Datum floor_rate = heap_getattr(tuple, kPolicyFloorPerSecond, desc, &floor_null);
+		if (fixed_null || window_null || floor_null)
+			ReportStateTableAltered("has a policy without its window or floor rate");
+		policy->limit.floor_rate = DatumGetFloat8(floor_rate);
 		policy->fixed_window = DatumGetBool(fixed);
 		policy->window_us = DatumGetInt64(window);
 		policy->has_window_start = !start_null;

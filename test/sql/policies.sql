@@ -113,6 +113,21 @@ SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, fixed_window => true,
 SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, fixed_window => NULL)$$);
 SET ratelimit.fixed_clock = 1030;
 
+-- Floor rate: a burst of 100 that refills at only 100 an hour, but a client
+-- that spent it still gets 2 a second (7,200 an hour).
+SET ratelimit.fixed_clock = 2000;
+SELECT rate_limit_define('floored', 100, '1 hour', floor_rate => 7200);
+SELECT remaining FROM rate_limit_take('floored', 'k', 100);
+SELECT allowed, retry_after FROM rate_limit_take('floored', 'k');
+SET ratelimit.fixed_clock = 2000.5;
+SELECT allowed, remaining FROM rate_limit_take('floored', 'k');
+-- the floor refills up to 2 tokens (one second's worth); beyond, the slow rate
+SET ratelimit.fixed_clock = 2011;
+SELECT round(remaining::numeric, 6) AS remaining FROM rate_limit_check('floored', 'k', 0);
+SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, floor_rate => -1)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, fixed_window => true, floor_rate => 5)$$);
+SET ratelimit.fixed_clock = 1030;
+
 -- Dropping a policy: calls by name then fail with 42704; buckets remain.
 SELECT rate_limit_drop('api-free');
 SELECT rate_limit_drop('api-free');
