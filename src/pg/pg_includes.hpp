@@ -32,6 +32,7 @@ extern "C" {
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
+#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/array.h"

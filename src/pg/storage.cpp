@@ -204,6 +204,53 @@ FindBucket(Relation heap, Relation index, ScanKeyData *keys, Snapshot dirty, Tup
 	return found;
 }
 
+/* How often a lookup that missed is repeated because the key was seen to
+ * move: each repeat needs another concurrent non-HOT update to miss again. */
+constexpr int kMissRetries = 16;
+
+/*
+ * True if some version of (name, key) was replaced by an update: the key
+ * exists, even if a lookup just missed it.  A dirty-snapshot btree scan
+ * copies a leaf page's matching entries first and visits the heap later; a
+ * non-HOT update committed in between adds its entry after the copy and
+ * leaves the copied chain dead, so the scan finds nothing.  A delete (reset)
+ * leaves t_ctid pointing at the version itself and does not count.
+ */
+bool
+KeyMovedAway(Relation heap, Relation index, ScanKeyData *keys, TupleTableSlot *slot)
+{
+	IndexScanDesc scan = RlIndexBeginScan(heap, index, SnapshotAny, 2);
+	index_rescan(scan, keys, 2, NULL, 0);
+	bool moved = false;
+	while (!moved && index_getnext_slot(scan, ForwardScanDirection, slot)) {
+		BufferHeapTupleTableSlot *bslot = reinterpret_cast<BufferHeapTupleTableSlot *>(slot);
+		HeapTuple tuple = bslot->base.tuple;
+		LockBuffer(bslot->buffer, BUFFER_LOCK_SHARE);
+		HeapTupleHeader header = tuple->t_data;
+		moved = !(header->t_infomask & HEAP_XMAX_INVALID) &&
+		        !HEAP_XMAX_IS_LOCKED_ONLY(header->t_infomask) &&
+		        !ItemPointerEquals(&tuple->t_self, &header->t_ctid);
+		LockBuffer(bslot->buffer, BUFFER_LOCK_UNLOCK);
+	}
+	index_endscan(scan);
+	ExecClearTuple(slot);
+	return moved;
+}
+
+/* A lookup that missed, made trustworthy: false only if the key is absent. */
+bool
+FindBucketSurely(Relation heap, Relation index, ScanKeyData *keys, Snapshot dirty,
+                 TupleTableSlot *slot)
+{
+	for (int attempt = 0;; attempt++) {
+		if (FindBucket(heap, index, keys, dirty, slot))
+			return true;
+		if (attempt >= kMissRetries || !KeyMovedAway(heap, index, keys, slot))
+			return false;
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
 core::Bucket
 ReadBucket(TupleTableSlot *slot)
 {
@@ -338,7 +385,7 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 	for (;;) {
 		CHECK_FOR_INTERRUPTS();
 
-		if (!FindBucket(heap, index, keys, &dirty, slot)) {
+		if (!FindBucketSurely(heap, index, keys, &dirty, slot)) {
 			/* A new key starts full (or at its policy's initial balance);
 			 * store it only if this call consumes. */
 			TimestampTz now = ClockNow();
@@ -429,7 +476,7 @@ ResetBucket(text *name, text *key)
 
 	for (;;) {
 		CHECK_FOR_INTERRUPTS();
-		if (!FindBucket(heap, index, keys, &dirty, slot))
+		if (!FindBucketSurely(heap, index, keys, &dirty, slot))
 			break;
 		if (TransactionIdIsValid(dirty.xmin)) {
 			XactLockTableWait(dirty.xmin, heap, &slot->tts_tid, XLTW_None);
@@ -519,7 +566,7 @@ TakeAll(BucketTake *takes, int count)
 		InitBucketKeys(keys, takes[i].name, takes[i].key);
 		for (;;) {
 			CHECK_FOR_INTERRUPTS();
-			bool found = FindBucket(heap, index, keys, &dirty, slot);
+			bool found = FindBucketSurely(heap, index, keys, &dirty, slot);
 			if (found && TransactionIdIsValid(dirty.xmin)) {
 				XactLockTableWait(dirty.xmin, heap, &slot->tts_tid, XLTW_None);
 				continue;
@@ -541,7 +588,7 @@ TakeAll(BucketTake *takes, int count)
 			InitBucketKeys(keys, takes[i].name, takes[i].key);
 			for (;;) {
 				CHECK_FOR_INTERRUPTS();
-				bool found = FindBucket(heap, index, keys, &dirty, slot);
+				bool found = FindBucketSurely(heap, index, keys, &dirty, slot);
 				if (found && TransactionIdIsValid(dirty.xmin)) {
 					XactLockTableWait(dirty.xmin, heap, &slot->tts_tid, XLTW_None);
 					continue;
