@@ -24,6 +24,7 @@ CREATE TABLE ratelimit.policies (
     floor_rate        float8 NOT NULL DEFAULT 0,
     floor_per_second  float8 NOT NULL
         GENERATED ALWAYS AS (floor_rate / pg_catalog.date_part('epoch', per)) STORED,
+    shards            integer NOT NULL DEFAULT 1,
     CONSTRAINT policies_pkey PRIMARY KEY (name),
     CONSTRAINT policies_name_check CHECK (pg_catalog.octet_length(name) BETWEEN 1 AND 256),
     CONSTRAINT policies_rate_check CHECK (rate >= 0 AND rate < 'Infinity'),
@@ -32,6 +33,7 @@ CREATE TABLE ratelimit.policies (
     CONSTRAINT policies_initial_check CHECK (initial >= 0 AND initial <= burst),
     CONSTRAINT policies_jitter_check CHECK (jitter >= 0 AND jitter <= 1),
     CONSTRAINT policies_window_start_check CHECK (window_start >= '0'::interval),
+    CONSTRAINT policies_shards_check CHECK (shards BETWEEN 1 AND 64),
     CONSTRAINT policies_floor_rate_check CHECK (floor_rate >= 0 AND floor_rate < 'Infinity'
                                                 AND (floor_rate = 0 OR NOT fixed_window))
 );
@@ -60,7 +62,8 @@ CREATE FUNCTION @extschema@.rate_limit_define(
     jitter  float8   DEFAULT 0,
     fixed_window boolean DEFAULT false,
     window_start interval DEFAULT NULL,
-    floor_rate   float8   DEFAULT 0)
+    floor_rate   float8   DEFAULT 0,
+    shards       integer  DEFAULT 1)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -129,18 +132,24 @@ BEGIN
                   DETAIL = format('The floor_rate given was %s, with fixed_window %s.', coalesce($9::text, 'NULL'), $7),
                   HINT = 'Pass the tokens per period a client still gets once its burst is spent; 0 for none.';
     END IF;
+    IF $10 IS NULL OR $10 NOT BETWEEN 1 AND 64 THEN
+        RAISE EXCEPTION 'shards must be between 1 and 64'
+            USING ERRCODE = CASE WHEN $10 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
+                  DETAIL = format('The shards given were %s.', coalesce($10::text, 'NULL')),
+                  HINT = 'Split a hot key over a few rows, such as 8; 1 keeps it in one row.';
+    END IF;
     INSERT INTO ratelimit.policies AS p
-        (name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate)
-    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9)
+        (name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate, shards)
+    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10)
     ON CONFLICT (name) DO UPDATE
         SET rate = excluded.rate, per = excluded.per, burst = excluded.burst,
             initial = excluded.initial, jitter = excluded.jitter,
             fixed_window = excluded.fixed_window, window_start = excluded.window_start,
-            floor_rate = excluded.floor_rate;
+            floor_rate = excluded.floor_rate, shards = excluded.shards;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8) IS
-    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent';
+COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer) IS
+    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent; shards splits each key over that many rows for hot keys';
 
 CREATE FUNCTION @extschema@.rate_limit_drop(name text)
 RETURNS boolean
@@ -270,7 +279,7 @@ COMMENT ON FUNCTION @extschema@.rate_limit_headers(@extschema@.rate_limit_decisi
 -- Defining policies and handing tokens back are administrative: granted on
 -- purpose, like rate_limit_reset.
 REVOKE ALL ON FUNCTION ratelimit.policies_changed() FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_drop(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_refund(text, text, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_refund(text, text, float8, float8, float8) FROM PUBLIC;

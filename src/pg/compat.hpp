@@ -64,6 +64,17 @@ RlHeapUpdate(Relation rel, ItemPointer otid, HeapTuple newtup, CommandId cid, bo
 #define HASH_STRINGS 0
 #endif
 
+/* 15 added the pg_prng generator; before it, random(). */
+#if PG_VERSION_NUM >= 150000
+extern "C" {
+#include "common/pg_prng.h"
+}
+#define RlRandomBelow(n)                                                                           \
+	(static_cast<int>(pg_prng_uint64_range(&pg_global_prng_state, 0, static_cast<uint64>(n) - 1)))
+#else
+#define RlRandomBelow(n) (static_cast<int>(random() % (n)))
+#endif
+
 /* 15 replaced EmitWarningsOnPlaceholders with MarkGUCPrefixReserved. */
 #if PG_VERSION_NUM >= 150000
 #define RlReserveGucPrefix(prefix) MarkGUCPrefixReserved(prefix)

@@ -166,6 +166,28 @@ ReportTooManyLimits(int count, int max_count)
 }
 
 void
+ReportShardedCost(double cost, double pair_capacity, int shards)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("cost exceeds what two shards hold"),
+	         errdetail("A take from a key split over %d shards draws on two of them, which hold "
+	                   "at most %s tokens together; the cost was %s.",
+	                   shards, Show(pair_capacity), Show(cost)),
+	         errhint("Use fewer shards for this policy, or a smaller cost.")));
+	pg_unreachable();
+}
+
+void
+ReportShardedTakeAll(const char *name)
+{
+	ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+	                errmsg("rate_limit_take_all() does not take from sharded policies"),
+	                errdetail("Policy \"%s\" splits its keys over several rows.", name),
+	                errhint("Take from the sharded limit in a call of its own.")));
+	pg_unreachable();
+}
+
+void
 ReportUndefinedPolicy(const char *name)
 {
 	ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),

@@ -38,6 +38,11 @@ constexpr int kMaxKeyBytes = 1024;
 [[noreturn]] void ReportBadLimitList(const char *why);
 [[noreturn]] void ReportTooManyLimits(int count, int max_count);
 
+/* 22023: a cost two shards of a sharded policy cannot hold;
+ * 0A000: take_all over a sharded policy. */
+[[noreturn]] void ReportShardedCost(double cost, double pair_capacity, int shards);
+[[noreturn]] void ReportShardedTakeAll(const char *name);
+
 /* 42704: no policy of that name; 22023: a bad refund amount. */
 [[noreturn]] void ReportUndefinedPolicy(const char *name);
 [[noreturn]] void ReportInvalidAmount(double amount);

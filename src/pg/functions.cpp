@@ -168,6 +168,124 @@ DecisionDatum(FunctionCallInfo fcinfo, const core::Decision &decision, const cor
 	return HeapTupleGetDatum(heap_form_tuple(ResultDescriptor(fcinfo), values, nulls));
 }
 
+/* The row key of shard `shard` of bucket key `key`: the key, U+001F, the
+ * shard's number.  Shard rows are ordinary buckets of the same name. */
+text *
+ShardKey(text *key, int shard)
+{
+	char suffix[16];
+	int suffix_bytes = snprintf(suffix, sizeof(suffix), "\x1f%d", shard);
+	int key_bytes = VARSIZE_ANY_EXHDR(key);
+	text *result = static_cast<text *>(palloc(VARHDRSZ + key_bytes + suffix_bytes));
+	SET_VARSIZE(result, VARHDRSZ + key_bytes + suffix_bytes);
+	memcpy(VARDATA(result), VARDATA_ANY(key), key_bytes);
+	memcpy(VARDATA(result) + key_bytes, suffix, suffix_bytes);
+	return result;
+}
+
+/* Each of `shards` rows holds and refills its share of the limit, so
+ * together they admit what the whole limit admits. */
+core::Limit
+ShardLimit(core::Limit limit, int shards)
+{
+	limit.rate /= shards;
+	limit.burst /= shards;
+	limit.floor_rate /= shards;
+	return limit;
+}
+
+/*
+ * A take or check on a key split over several rows: look, without waiting,
+ * at two shards picked at random and take from the richer; when neither has
+ * enough alone, take from both at once (all or nothing, locked in canonical
+ * order).  Callers of a hot key thus spread over the rows instead of queueing
+ * on one.  remaining is estimated from the two shards seen; retry_after and
+ * reset_after are estimates for them.
+ */
+core::Decision
+ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &limit,
+                Operation::Kind kind, double cost)
+{
+	const int shards = policy.shards;
+	const core::Limit shard = ShardLimit(limit, shards);
+	if (cost > 2.0 * shard.burst)
+		ReportShardedCost(cost, 2.0 * shard.burst, shards);
+	const double initial = policy.initial / shards;
+	const core::Request nothing{0.0, false, false, 0.0};
+
+	int first = RlRandomBelow(shards);
+	int second = (first + 1 + RlRandomBelow(shards - 1)) % shards;
+	text *keys[2] = {ShardKey(key, first), ShardKey(key, second)};
+	double tokens[2];
+	for (int s = 0; s < 2; s++)
+		tokens[s] = DecideBucket(name, keys[s], shard,
+		                         {Operation::kPeek, nothing, 0.0, policy.has_initial, initial})
+		                .remaining;
+	const int richer = tokens[1] > tokens[0] ? 1 : 0;
+	const int other = 1 - richer;
+	double after[2] = {tokens[0], tokens[1]};
+	bool allowed = false;
+	double from_richer = cost < tokens[richer] ? cost : tokens[richer];
+
+	if (kind == Operation::kCheck) {
+		allowed = tokens[richer] >= cost || (tokens[other] > 0.0 && tokens[0] + tokens[1] >= cost);
+		if (allowed) {
+			after[richer] -= from_richer;
+			after[other] -= cost - from_richer;
+		}
+	} else {
+		if (tokens[richer] >= cost) {
+			core::Request request{cost, false, false, 0.0};
+			core::Decision d =
+			    DecideBucket(name, keys[richer], shard,
+			                 {Operation::kTake, request, 0.0, policy.has_initial, initial});
+			allowed = d.allowed;
+			after[richer] = d.remaining;
+			from_richer = d.remaining < cost ? d.remaining : cost;
+		}
+		if (!allowed && from_richer > 0.0 && tokens[other] > 0.0 &&
+		    from_richer + tokens[other] >= cost) {
+			BucketTake takes[2] = {{name,
+			                        keys[richer],
+			                        shard,
+			                        {from_richer, false, false, 0.0},
+			                        policy.has_initial,
+			                        initial,
+			                        core::Decision{}},
+			                       {name,
+			                        keys[other],
+			                        shard,
+			                        {cost - from_richer, false, false, 0.0},
+			                        policy.has_initial,
+			                        initial,
+			                        core::Decision{}}};
+			int order[2] = {richer, other};
+			if (TakeOrder(&takes[0], &takes[1]) > 0) {
+				BucketTake swapped = takes[0];
+				takes[0] = takes[1];
+				takes[1] = swapped;
+				order[0] = other;
+				order[1] = richer;
+			}
+			allowed = TakeAll(takes, 2);
+			for (int t = 0; t < 2; t++)
+				after[order[t]] = takes[t].decision.remaining;
+		}
+	}
+
+	core::Decision result{};
+	result.allowed = allowed;
+	result.remaining = (after[0] + after[1]) / 2.0 * shards;
+	if (!allowed)
+		result.retry_after = core::SecondsUntil(tokens[0] + tokens[1], cost, 2.0 * shard.rate);
+	for (int s = 0; s < 2; s++) {
+		double full = core::SecondsUntil(after[s], shard.burst, shard.rate);
+		if (full > result.reset_after)
+			result.reset_after = full;
+	}
+	return result;
+}
+
 /* Seed for the jitter hash, distinct from the new-key lock's. */
 constexpr uint64 kJitterSeed = 0x6A6974746572ULL;
 
@@ -195,8 +313,13 @@ PolicyDecision(FunctionCallInfo fcinfo, const char *function, Operation::Kind ki
 	core::Status status = core::Validate(limit, request);
 	if (status != core::Status::kOk)
 		ReportInvalidRequest(status, limit, request);
-	Operation operation{kind, request, 0.0, policy.has_initial, policy.initial};
-	core::Decision decision = DecideBucket(call.name, call.key, limit, operation);
+	core::Decision decision;
+	if (policy.shards > 1) {
+		decision = ShardedDecision(call.name, call.key, policy, limit, kind, call.number);
+	} else {
+		Operation operation{kind, request, 0.0, policy.has_initial, policy.initial};
+		decision = DecideBucket(call.name, call.key, limit, operation);
+	}
 	if (policy.jitter > 0.0)
 		decision.retry_after =
 		    core::Jittered(decision.retry_after, policy.jitter, KeyHash(call.name, call.key));
@@ -272,7 +395,12 @@ rate_limit_reset(PG_FUNCTION_ARGS)
 	text *key = PG_GETARG_TEXT_PP(1);
 	pg::CheckNameAndKey(name, key);
 	pg::RequireWritable("rate_limit_reset");
-	PG_RETURN_BOOL(pg::ResetBucket(name, key));
+	bool existed = pg::ResetBucket(name, key);
+	pg::Policy policy;
+	if (pg::FindPolicy(name, &policy))
+		for (int s = 0; policy.shards > 1 && s < policy.shards; s++)
+			existed |= pg::ResetBucket(name, pg::ShardKey(key, s));
+	PG_RETURN_BOOL(existed);
 }
 
 /* rate_limit_take(name, key, cost): the limit of policy `name`. */
@@ -329,7 +457,24 @@ rate_limit_refund_policy(PG_FUNCTION_ARGS)
 	pg::Operation operation{pg::Operation::kRefund, nothing, call.number, policy.has_initial,
 	                        policy.initial};
 	core::Limit limit = pg::PolicyLimit(policy, call.name, call.key);
-	core::Decision decision = pg::DecideBucket(call.name, call.key, limit, operation);
+	core::Decision decision;
+	if (policy.shards > 1) {
+		/* Split over every shard, each capped at its share of the burst. */
+		core::Limit shard = pg::ShardLimit(limit, policy.shards);
+		operation.amount = call.number / policy.shards;
+		operation.initial = policy.initial / policy.shards;
+		decision = core::Decision{};
+		decision.allowed = true;
+		for (int s = 0; s < policy.shards; s++) {
+			core::Decision d =
+			    pg::DecideBucket(call.name, pg::ShardKey(call.key, s), shard, operation);
+			decision.remaining += d.remaining;
+			if (d.reset_after > decision.reset_after)
+				decision.reset_after = d.reset_after;
+		}
+	} else {
+		decision = pg::DecideBucket(call.name, call.key, limit, operation);
+	}
 	return pg::DecisionDatum(fcinfo, decision, limit);
 }
 
@@ -383,6 +528,8 @@ rate_limit_take_all(PG_FUNCTION_ARGS)
 		text *key = DatumGetTextPP(keys[i]);
 		pg::CheckNameAndKey(name, key);
 		pg::Policy policy = pg::LookupPolicy(name);
+		if (policy.shards > 1)
+			pg::ReportShardedTakeAll(text_to_cstring(name));
 		core::Limit limit = pg::PolicyLimit(policy, name, key);
 		core::Request request{costs != NULL ? DatumGetFloat8(costs[i]) : 1.0, false, false, 0.0};
 		core::Status status = core::Validate(limit, request);

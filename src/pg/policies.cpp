@@ -35,6 +35,7 @@ constexpr AttrNumber kPolicyFixedWindow = 8;
 constexpr AttrNumber kPolicyWindowUs = 10;
 constexpr AttrNumber kPolicyWindowStartUs = 11;
 constexpr AttrNumber kPolicyFloorPerSecond = 13;
+constexpr AttrNumber kPolicyShards = 14;
 
 /* Seed of the hash that spreads keys' windows, distinct from the others. */
 constexpr uint64 kWindowSeed = 0x77696E646F77ULL;
@@ -106,7 +107,10 @@ ReadPolicy(text *name, Policy *policy)
 		Datum start = heap_getattr(tuple, kPolicyWindowStartUs, desc, &start_null);
 		bool floor_null;
 		Datum floor_rate = heap_getattr(tuple, kPolicyFloorPerSecond, desc, &floor_null);
-		if (fixed_null || window_null || floor_null)
+		bool shards_null;
+		Datum shards = heap_getattr(tuple, kPolicyShards, desc, &shards_null);
+		policy->shards = shards_null ? 1 : DatumGetInt32(shards);
+		if (fixed_null || window_null || floor_null || shards_null || policy->shards < 1)
 			ReportStateTableAltered("has a policy without its window or floor rate");
 		policy->limit.floor_rate = DatumGetFloat8(floor_rate);
 		policy->fixed_window = DatumGetBool(fixed);
@@ -158,6 +162,20 @@ PoliciesChanged(Oid relid)
 Policy
 LookupPolicy(text *name)
 {
+	Policy policy;
+	if (!FindPolicy(name, &policy)) {
+		char shown[kMaxNameBytes + 1];
+		int length = VARSIZE_ANY_EXHDR(name);
+		memcpy(shown, VARDATA_ANY(name), length);
+		shown[length] = '\0';
+		ReportUndefinedPolicy(shown);
+	}
+	return policy;
+}
+
+bool
+FindPolicy(text *name, Policy *policy)
+{
 	char key[kMaxNameBytes + 1];
 	int length = VARSIZE_ANY_EXHDR(name);
 	memset(key, 0, sizeof(key));
@@ -173,18 +191,19 @@ LookupPolicy(text *name)
 		bool found;
 		PolicyEntry *entry =
 		    static_cast<PolicyEntry *>(hash_search(policy_cache, key, HASH_FIND, &found));
-		if (found)
-			return entry->policy;
+		if (found) {
+			*policy = entry->policy;
+			return true;
+		}
 
-		Policy policy;
-		bool defined = ReadPolicy(name, &policy);
+		bool defined = ReadPolicy(name, policy);
 		if (policy_cache_stale)
 			continue; /* the table changed while we read it: read again */
 		if (!defined)
-			ReportUndefinedPolicy(key);
+			return false;
 		entry = static_cast<PolicyEntry *>(hash_search(policy_cache, key, HASH_ENTER, &found));
-		entry->policy = policy;
-		return policy;
+		entry->policy = *policy;
+		return true;
 	}
 }
 

@@ -24,6 +24,7 @@ struct Policy {
 	int64 window_us;       /* fixed_window: the window length */
 	bool has_window_start; /* fixed_window: windows start at window_start_us */
 	int64 window_start_us; /* otherwise each key's windows start at its hash */
+	int shards;            /* rows a key is split over (1: not split) */
 };
 
 /* Registers the relcache callback that marks the policy cache stale. */
@@ -32,6 +33,9 @@ void RegisterPolicyCallbacks();
 /* Policy `name` (already checked: not empty, not too long).  Raises 42704
  * if no such policy is defined. */
 Policy LookupPolicy(text *name);
+
+/* Like LookupPolicy, but false instead of an error when it is not defined. */
+bool FindPolicy(text *name, Policy *policy);
 
 /* The limit policy `policy` sets for bucket (name, key): for fixed windows,
  * where that key's windows start. */

@@ -367,7 +367,7 @@ RegisterStorageCallbacks()
 core::Decision
 DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &operation)
 {
-	const bool take = (operation.kind != Operation::kCheck);
+	const bool take = (operation.kind == Operation::kTake || operation.kind == Operation::kRefund);
 	Relation heap;
 	Relation index;
 	OpenStateRelations(take ? RowExclusiveLock : AccessShareLock, &heap, &index);
@@ -416,7 +416,7 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 		if (!decision.allowed)
 			break; /* lock-free denial on the latest committed version */
 		if (!take || !decision.write) {
-			if (TransactionIdIsValid(dirty.xmax)) {
+			if (TransactionIdIsValid(dirty.xmax) && operation.kind != Operation::kPeek) {
 				/* Granted only if an in-flight writer leaves enough: wait. */
 				XactLockTableWait(dirty.xmax, heap, &slot->tts_tid, XLTW_None);
 				continue;

@@ -17,9 +17,10 @@ namespace ratelimit::pg {
 /* What a call does to a bucket. */
 struct Operation {
 	enum Kind {
-		kCheck, /* decide `request` only: never locks, never writes */
-		kTake,  /* decide `request` and store what it consumes */
-		kRefund /* give `amount` tokens back (capped at burst) and store it */
+		kCheck,  /* decide `request` only: never locks, never writes */
+		kTake,   /* decide `request` and store what it consumes */
+		kRefund, /* give `amount` tokens back (capped at burst) and store it */
+		kPeek    /* like kCheck, but never waits for an in-flight writer */
 	} kind;
 	core::Request request; /* kCheck, kTake */
 	double amount;         /* kRefund */

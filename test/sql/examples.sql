@@ -55,3 +55,13 @@ SELECT allowed, remaining, retry_after
 SELECT allowed, remaining, retry_after
   FROM rate_limit_take('llm', 'team:7', 8000, 100000.0 / 3600, 20000,
                        reserve => true, max_reserved => 10000);
+
+-- Example 4: a global sign-up limit: 100 an hour for the whole service, in
+-- bursts of up to 20, the one key split over 4 rows.
+SELECT rate_limit_define('signups', 100, '1 hour', 20, shards => 4);
+-- per sign-up (the first sees two full shards of 5: 4 + 5 of them, times 2):
+SELECT allowed, remaining, retry_after FROM rate_limit_take('signups', '');
+-- however the shards are picked, no more than the burst is ever granted
+SELECT count(*) FILTER (WHERE d.allowed) <= 19 AS within_burst
+  FROM generate_series(1, 40) AS g, LATERAL rate_limit_take('signups', '', 1 + 0 * g) AS d;
+SELECT sum(tokens) >= 0 AS never_negative FROM ratelimit.buckets WHERE name = 'signups';

@@ -128,6 +128,31 @@ SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, floor_rate => -1)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, fixed_window => true, floor_rate => 5)$$);
 SET ratelimit.fixed_clock = 1030;
 
+-- Sharding: a global sign-up limit of 10 (2 a second) split over 2 rows.
+-- Together the shards admit exactly the whole limit; a cost above one
+-- shard's share is taken from both at once; reset and refund reach every
+-- shard.  (With 2 shards every call sees both, so the output is fixed.)
+SET ratelimit.fixed_clock = 3000;
+SELECT rate_limit_define('signups', 2, '1 second', 10, shards => 2);
+SELECT count(*) FILTER (WHERE d.allowed) AS granted, min(d.retry_after) FILTER (WHERE NOT d.allowed) AS retry_after
+  FROM generate_series(1, 12) AS g, LATERAL rate_limit_take('signups', '', 1 + 0 * g) AS d;
+SELECT count(*) AS shard_rows, sum(tokens) AS tokens FROM ratelimit.buckets WHERE name = 'signups';
+SELECT rate_limit_reset('signups', '');
+SELECT count(*) AS shard_rows FROM ratelimit.buckets WHERE name = 'signups';
+SELECT * FROM rate_limit_take('signups', '', 6);
+SELECT array_agg(tokens ORDER BY tokens) AS shard_tokens FROM ratelimit.buckets WHERE name = 'signups';
+SELECT remaining FROM rate_limit_refund('signups', '', 4);
+SELECT array_agg(tokens ORDER BY tokens) AS shard_tokens FROM ratelimit.buckets WHERE name = 'signups';
+SELECT allowed, remaining FROM rate_limit_check('signups', '', 7);
+SELECT pg_temp.error_of($$SELECT rate_limit_take('signups', '', 11)$$);
+-- with 4 shards a take draws on two of them: 5 of the 10 tokens at most
+SELECT rate_limit_define('signups4', 2, '1 second', 10, shards => 4);
+SELECT pg_temp.error_of($$SELECT rate_limit_take('signups4', '', 6)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_take_all(ARRAY['signups'], ARRAY[''])$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, shards => 0)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, shards => 65)$$);
+SET ratelimit.fixed_clock = 1030;
+
 -- Dropping a policy: calls by name then fail with 42704; buckets remain.
 SELECT rate_limit_drop('api-free');
 SELECT rate_limit_drop('api-free');
