@@ -192,6 +192,20 @@ WaitMicros(const Bucket &from, const Limit &limit, std::int64_t now_us, double e
 	return static_cast<double>(wait);
 }
 
+/* Seconds until `tokens` (what `after_call` holds once refilled to now, with
+ * its stamp at `stamp_us`) reach `level`: 0 if already there. */
+double
+SecondsToLevel(const Bucket &after_call, const Limit &limit, std::int64_t now_us,
+               std::int64_t stamp_us, double tokens, double level) noexcept
+{
+	if (tokens >= level)
+		return 0.0;
+	return WaitMicros(after_call, limit, now_us,
+	                  EstimateMicros(limit, stamp_us, now_us, tokens, level),
+	                  [level](double t) { return t >= level; }) /
+	       kMicros;
+}
+
 } /* namespace */
 
 Status
@@ -273,12 +287,7 @@ Decide(const Bucket &stored, const Limit &limit, const Request &request,
 
 	if (d.allowed) {
 		d.retry_after =
-		    d.remaining >= 0.0
-		        ? 0.0
-		        : WaitMicros(after_call, limit, now_us,
-		                     EstimateMicros(limit, current.stamp_us, now_us, d.remaining, 0.0),
-		                     [](double tokens) { return tokens >= 0.0; }) /
-		              kMicros;
+		    SecondsToLevel(after_call, limit, now_us, current.stamp_us, d.remaining, 0.0);
 	} else {
 		double target = request.cost;
 		if (request.reserve && request.debt_capped && (limit.rate > 0.0 || limit.floor_rate > 0.0))
@@ -291,12 +300,7 @@ Decide(const Bucket &stored, const Limit &limit, const Request &request,
 		    kMicros;
 	}
 	d.reset_after =
-	    d.remaining >= limit.burst
-	        ? 0.0
-	        : WaitMicros(after_call, limit, now_us,
-	                     EstimateMicros(limit, current.stamp_us, now_us, d.remaining, limit.burst),
-	                     [&limit](double tokens) { return tokens >= limit.burst; }) /
-	              kMicros;
+	    SecondsToLevel(after_call, limit, now_us, current.stamp_us, d.remaining, limit.burst);
 	return d;
 }
 
@@ -330,19 +334,8 @@ Refund(const Bucket &stored, const Limit &limit, double amount, std::int64_t now
 	d.remaining = tokens;
 	d.next = Bucket{tokens, current.stamp_us};
 	d.write = tokens != stored.tokens || current.stamp_us != stored.stamp_us;
-	d.retry_after = tokens >= 0.0
-	                    ? 0.0
-	                    : WaitMicros(d.next, limit, now_us,
-	                                 EstimateMicros(limit, current.stamp_us, now_us, tokens, 0.0),
-	                                 [](double t) { return t >= 0.0; }) /
-	                          kMicros;
-	d.reset_after =
-	    tokens >= limit.burst
-	        ? 0.0
-	        : WaitMicros(d.next, limit, now_us,
-	                     EstimateMicros(limit, current.stamp_us, now_us, tokens, limit.burst),
-	                     [&limit](double t) { return t >= limit.burst; }) /
-	              kMicros;
+	d.retry_after = SecondsToLevel(d.next, limit, now_us, current.stamp_us, tokens, 0.0);
+	d.reset_after = SecondsToLevel(d.next, limit, now_us, current.stamp_us, tokens, limit.burst);
 	return d;
 }
 

@@ -210,11 +210,11 @@ ReportInvalidAmount(double amount)
 }
 
 void
-ReportStateTableMissing()
+ReportStateTableMissing(const char *table)
 {
 	ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 	                errmsg("ratelimit state table does not exist"),
-	                errdetail("The table ratelimit.buckets was not found in this database."),
+	                errdetail("The table ratelimit.%s was not found in this database.", table),
 	                errhint("Reinstall the extension: DROP EXTENSION ratelimit; CREATE "
 	                        "EXTENSION ratelimit;")));
 	pg_unreachable();

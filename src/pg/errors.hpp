@@ -47,8 +47,9 @@ constexpr int kMaxKeyBytes = 1024;
 [[noreturn]] void ReportUndefinedPolicy(const char *name);
 [[noreturn]] void ReportInvalidAmount(double amount);
 
-/* 55000: the state table is missing or no longer has the expected shape. */
-[[noreturn]] void ReportStateTableMissing();
+/* 55000: a table of the extension (`table`, in schema ratelimit) is missing or no longer has the
+ * expected shape. */
+[[noreturn]] void ReportStateTableMissing(const char *table);
 [[noreturn]] void ReportStateTableAltered(const char *why);
 
 } /* namespace ratelimit::pg */

@@ -289,15 +289,6 @@ ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &
 /* Seed for the jitter hash, distinct from the new-key lock's. */
 constexpr uint64 kJitterSeed = 0x6A6974746572ULL;
 
-uint64
-KeyHash(text *name, text *key)
-{
-	uint64 hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(name)),
-	                                  VARSIZE_ANY_EXHDR(name), kJitterSeed);
-	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(key)),
-	                           VARSIZE_ANY_EXHDR(key), hash);
-}
-
 /* Take or check (name, key, cost) with policy `name`. */
 Datum
 PolicyDecision(FunctionCallInfo fcinfo, const char *function, Operation::Kind kind)
@@ -321,8 +312,8 @@ PolicyDecision(FunctionCallInfo fcinfo, const char *function, Operation::Kind ki
 		decision = DecideBucket(call.name, call.key, limit, operation);
 	}
 	if (policy.jitter > 0.0)
-		decision.retry_after =
-		    core::Jittered(decision.retry_after, policy.jitter, KeyHash(call.name, call.key));
+		decision.retry_after = core::Jittered(decision.retry_after, policy.jitter,
+		                                      BucketHash(call.name, call.key, kJitterSeed));
 	return DecisionDatum(fcinfo, decision, limit);
 }
 

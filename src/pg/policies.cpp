@@ -16,12 +16,12 @@
 #include "pg/policies.hpp"
 
 #include "pg/errors.hpp"
+#include "pg/storage.hpp"
 
 namespace ratelimit::pg {
 
 namespace {
 
-constexpr const char *kStateSchema = "ratelimit";
 constexpr const char *kPolicyTable = "policies";
 constexpr const char *kPolicyIndex = "policies_pkey";
 
@@ -74,11 +74,10 @@ ResetPolicyCache()
 bool
 ReadPolicy(text *name, Policy *policy)
 {
-	Oid schema = get_namespace_oid(kStateSchema, true);
-	Oid relid = OidIsValid(schema) ? get_relname_relid(kPolicyTable, schema) : InvalidOid;
-	Oid index_oid = OidIsValid(schema) ? get_relname_relid(kPolicyIndex, schema) : InvalidOid;
+	Oid relid = StateRelationOid(kPolicyTable);
+	Oid index_oid = StateRelationOid(kPolicyIndex);
 	if (!OidIsValid(relid) || !OidIsValid(index_oid))
-		ReportStateTableMissing();
+		ReportStateTableMissing(kPolicyTable);
 	policies_relid = relid;
 
 	Relation rel = table_open(relid, AccessShareLock);
@@ -143,11 +142,7 @@ PolicyLimit(const Policy &policy, text *name, text *key)
 	if (policy.has_window_start) {
 		limit.phase_us = policy.window_start_us % policy.window_us;
 	} else {
-		uint64 hash =
-		    hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(name)),
-		                        VARSIZE_ANY_EXHDR(name), kWindowSeed);
-		hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(key)),
-		                           VARSIZE_ANY_EXHDR(key), hash);
+		uint64 hash = BucketHash(name, key, kWindowSeed);
 		limit.phase_us = static_cast<int64>(hash % static_cast<uint64>(policy.window_us));
 	}
 	return limit;

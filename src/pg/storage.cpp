@@ -70,10 +70,11 @@ struct StateRelations {
 	Oid heap_oid;
 	Oid index_oid;
 	IndexInfo *index_info; /* allocated in context */
+	FmgrInfo key_equal;    /* texteq, for the lookup's scan keys */
 	MemoryContext context;
 };
 
-StateRelations state_relations = {false, InvalidOid, InvalidOid, NULL, NULL};
+StateRelations state_relations = {false, InvalidOid, InvalidOid, NULL, {}, NULL};
 
 void
 InvalidateStateRelations(Datum, Oid relid)
@@ -132,10 +133,9 @@ CheckStateIndex(Relation index)
 void
 LoadStateRelations(LOCKMODE mode)
 {
-	Oid schema = get_namespace_oid(kStateSchema, true);
-	Oid heap_oid = OidIsValid(schema) ? get_relname_relid(kStateTable, schema) : InvalidOid;
+	Oid heap_oid = StateRelationOid(kStateTable);
 	if (!OidIsValid(heap_oid))
-		ReportStateTableMissing();
+		ReportStateTableMissing(kStateTable);
 
 	Relation heap = table_open(heap_oid, mode);
 	Oid index_oid = CheckStateTable(heap);
@@ -150,6 +150,7 @@ LoadStateRelations(LOCKMODE mode)
 	MemoryContext old = MemoryContextSwitchTo(state_relations.context);
 	state_relations.index_info = BuildIndexInfo(index);
 	MemoryContextSwitchTo(old);
+	fmgr_info_cxt(F_TEXTEQ, &state_relations.key_equal, state_relations.context);
 
 	state_relations.heap_oid = heap_oid;
 	state_relations.index_oid = index_oid;
@@ -182,13 +183,17 @@ CloseStateRelations(Relation heap, Relation index)
 	table_close(heap, NoLock);
 }
 
+/* Scan keys for (name, key), with the equality function looked up once per
+ * relcache generation rather than per call. */
 void
 InitBucketKeys(ScanKeyData *keys, text *name, text *key)
 {
-	ScanKeyEntryInitialize(&keys[0], 0, kAttName, BTEqualStrategyNumber, InvalidOid,
-	                       C_COLLATION_OID, F_TEXTEQ, PointerGetDatum(name));
-	ScanKeyEntryInitialize(&keys[1], 0, kAttKey, BTEqualStrategyNumber, InvalidOid, C_COLLATION_OID,
-	                       F_TEXTEQ, PointerGetDatum(key));
+	ScanKeyEntryInitializeWithInfo(&keys[0], 0, kAttName, BTEqualStrategyNumber, InvalidOid,
+	                               C_COLLATION_OID, &state_relations.key_equal,
+	                               PointerGetDatum(name));
+	ScanKeyEntryInitializeWithInfo(&keys[1], 0, kAttKey, BTEqualStrategyNumber, InvalidOid,
+	                               C_COLLATION_OID, &state_relations.key_equal,
+	                               PointerGetDatum(key));
 }
 
 /* Finds the row's version visible to a dirty snapshot: the latest committed
@@ -237,18 +242,38 @@ KeyMovedAway(Relation heap, Relation index, ScanKeyData *keys, TupleTableSlot *s
 	return moved;
 }
 
-/* A lookup that missed, made trustworthy: false only if the key is absent. */
+/*
+ * The latest version of (name, key) in `slot`: waits out another
+ * transaction's uncommitted first insert of the key, whose outcome decides
+ * ours, and looks again.  With `sure`, a miss is trusted only once no version
+ * of the key was seen to move (KeyMovedAway); without it a miss may be a
+ * race, which is fine for a caller that will look again before acting.
+ */
 bool
-FindBucketSurely(Relation heap, Relation index, ScanKeyData *keys, Snapshot dirty,
-                 TupleTableSlot *slot)
+FindLatest(Relation heap, Relation index, ScanKeyData *keys, Snapshot dirty, TupleTableSlot *slot,
+           bool sure)
 {
-	for (int attempt = 0;; attempt++) {
-		if (FindBucket(heap, index, keys, dirty, slot))
-			return true;
-		if (attempt >= kMissRetries || !KeyMovedAway(heap, index, keys, slot))
-			return false;
+	for (int moves = 0;;) {
 		CHECK_FOR_INTERRUPTS();
+		if (FindBucket(heap, index, keys, dirty, slot)) {
+			if (!TransactionIdIsValid(dirty->xmin))
+				return true;
+			XactLockTableWait(dirty->xmin, heap, &slot->tts_tid, XLTW_None);
+			continue;
+		}
+		if (!sure || moves++ >= kMissRetries || !KeyMovedAway(heap, index, keys, slot))
+			return false;
 	}
+}
+
+/* A bucket seen for the first time: full, or at its policy's initial balance. */
+core::Bucket
+NewBucket(const core::Limit &limit, bool has_initial, double initial, TimestampTz now)
+{
+	core::Bucket fresh = core::FullBucket(limit, now);
+	if (has_initial)
+		fresh.tokens = initial;
+	return fresh;
 }
 
 core::Bucket
@@ -338,10 +363,7 @@ LockLatestVersion(Relation heap, TupleTableSlot *slot, Snapshot dirty, CommandId
 void
 SetNewKeyLockTag(LOCKTAG *tag, text *name, text *key)
 {
-	uint64 hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(name)),
-	                                  VARSIZE_ANY_EXHDR(name), 0);
-	hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(key)),
-	                           VARSIZE_ANY_EXHDR(key), hash);
+	uint64 hash = BucketHash(name, key, 0);
 	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, static_cast<uint32>(hash >> 32),
 	                     static_cast<uint32>(hash), kNewKeyLockClass);
 }
@@ -357,6 +379,22 @@ Evaluate(const Operation &operation, const core::Bucket &bucket, const core::Lim
 }
 
 } /* namespace */
+
+uint64
+BucketHash(text *name, text *key, uint64 seed)
+{
+	uint64 hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(name)),
+	                                  VARSIZE_ANY_EXHDR(name), seed);
+	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(key)),
+	                           VARSIZE_ANY_EXHDR(key), hash);
+}
+
+Oid
+StateRelationOid(const char *relname)
+{
+	Oid schema = get_namespace_oid(kStateSchema, true);
+	return OidIsValid(schema) ? get_relname_relid(relname, schema) : InvalidOid;
+}
 
 void
 RegisterStorageCallbacks()
@@ -379,37 +417,39 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 	TupleTableSlot *slot = table_slot_create(heap, NULL);
 	LOCKTAG new_key_tag;
 	bool key_locked = false;
+	/* A miss must be sure before it is acted on; a take's first miss is
+	 * only acted on after it looks again under the new-key lock. */
+	bool sure = !take;
 	bool wrote = false;
 	core::Decision decision;
 
 	for (;;) {
-		CHECK_FOR_INTERRUPTS();
-
-		if (!FindBucketSurely(heap, index, keys, &dirty, slot)) {
-			/* A new key starts full (or at its policy's initial balance);
-			 * store it only if this call consumes. */
+		if (!FindLatest(heap, index, keys, &dirty, slot, sure)) {
+			/* A new key; store it only if this call consumes. */
 			TimestampTz now = ClockNow();
-			core::Bucket fresh = core::FullBucket(limit, now);
-			if (operation.has_initial)
-				fresh.tokens = operation.initial;
-			decision = Evaluate(operation, fresh, limit, now);
+			decision =
+			    Evaluate(operation, NewBucket(limit, operation.has_initial, operation.initial, now),
+			             limit, now);
+			if (!sure) {
+				if (decision.write) {
+					SetNewKeyLockTag(&new_key_tag, name, key);
+					(void)LockAcquire(&new_key_tag, ExclusiveLock, false, false);
+					key_locked = true;
+				}
+				sure = true;
+				continue; /* inserted meanwhile, or a race? look again */
+			}
 			if (!take || !decision.write)
 				break;
-			if (!key_locked) {
+			if (!key_locked) { /* the key went away while we looked again */
 				SetNewKeyLockTag(&new_key_tag, name, key);
 				(void)LockAcquire(&new_key_tag, ExclusiveLock, false, false);
 				key_locked = true;
-				continue; /* someone may have inserted it while we waited */
+				continue;
 			}
 			InsertBucket(heap, index, name, key, decision.next);
 			wrote = true;
 			break;
-		}
-
-		if (TransactionIdIsValid(dirty.xmin)) {
-			/* Another transaction's first insert: its outcome decides ours. */
-			XactLockTableWait(dirty.xmin, heap, &slot->tts_tid, XLTW_None);
-			continue;
 		}
 
 		decision = Evaluate(operation, ReadBucket(slot), limit, ClockNow());
@@ -475,13 +515,8 @@ ResetBucket(text *name, text *key)
 	bool deleted = false;
 
 	for (;;) {
-		CHECK_FOR_INTERRUPTS();
-		if (!FindBucketSurely(heap, index, keys, &dirty, slot))
+		if (!FindLatest(heap, index, keys, &dirty, slot, true))
 			break;
-		if (TransactionIdIsValid(dirty.xmin)) {
-			XactLockTableWait(dirty.xmin, heap, &slot->tts_tid, XLTW_None);
-			continue;
-		}
 		CommandId cid = GetCurrentCommandId(true);
 		if (!LockLatestVersion(heap, slot, &dirty, cid))
 			continue;
@@ -517,20 +552,10 @@ CompareText(text *a, text *b)
 	return cmp != 0 ? cmp : (a_len > b_len) - (a_len < b_len);
 }
 
-core::Bucket
-NewBucket(const BucketTake &take, TimestampTz now)
-{
-	core::Bucket fresh = core::FullBucket(take.limit, now);
-	if (take.has_initial)
-		fresh.tokens = take.initial;
-	return fresh;
-}
-
 /* What a multi-take knows of one row while it holds the locks. */
 struct LockedRow {
 	bool exists;
 	ItemPointerData tid;
-	core::Bucket state;
 	bool key_locked; /* absent: we hold its new-key lock */
 	LOCKTAG tag;
 };
@@ -564,17 +589,10 @@ TakeAll(BucketTake *takes, int count)
 	core::Bucket *states = static_cast<core::Bucket *>(palloc(sizeof(core::Bucket) * count));
 	for (int i = 0; i < count; i++) {
 		InitBucketKeys(keys, takes[i].name, takes[i].key);
-		for (;;) {
-			CHECK_FOR_INTERRUPTS();
-			bool found = FindBucketSurely(heap, index, keys, &dirty, slot);
-			if (found && TransactionIdIsValid(dirty.xmin)) {
-				XactLockTableWait(dirty.xmin, heap, &slot->tts_tid, XLTW_None);
-				continue;
-			}
-			states[i] = found ? ReadBucket(slot) : NewBucket(takes[i], now);
-			takes[i].decision = core::Decide(states[i], takes[i].limit, takes[i].request, now);
-			break;
-		}
+		states[i] = FindLatest(heap, index, keys, &dirty, slot, true)
+		                ? ReadBucket(slot)
+		                : NewBucket(takes[i].limit, takes[i].has_initial, takes[i].initial, now);
+		takes[i].decision = core::Decide(states[i], takes[i].limit, takes[i].request, now);
 		if (!takes[i].decision.allowed)
 			all_allowed = false;
 	}
@@ -587,18 +605,12 @@ TakeAll(BucketTake *takes, int count)
 		for (int i = 0; i < count; i++) {
 			InitBucketKeys(keys, takes[i].name, takes[i].key);
 			for (;;) {
-				CHECK_FOR_INTERRUPTS();
-				bool found = FindBucketSurely(heap, index, keys, &dirty, slot);
-				if (found && TransactionIdIsValid(dirty.xmin)) {
-					XactLockTableWait(dirty.xmin, heap, &slot->tts_tid, XLTW_None);
-					continue;
-				}
-				if (found) {
+				if (FindLatest(heap, index, keys, &dirty, slot, true)) {
 					if (!LockLatestVersion(heap, slot, &dirty, cid))
 						continue;
 					rows[i].exists = true;
 					rows[i].tid = slot->tts_tid;
-					rows[i].state = ReadBucket(slot);
+					states[i] = ReadBucket(slot);
 					break;
 				}
 				if (!rows[i].key_locked) {
@@ -615,7 +627,8 @@ TakeAll(BucketTake *takes, int count)
 		/* Decide on what is locked, with one clock reading after the waits. */
 		now = ClockNow();
 		for (int i = 0; i < count; i++) {
-			states[i] = rows[i].exists ? rows[i].state : NewBucket(takes[i], now);
+			if (!rows[i].exists)
+				states[i] = NewBucket(takes[i].limit, takes[i].has_initial, takes[i].initial, now);
 			takes[i].decision = core::Decide(states[i], takes[i].limit, takes[i].request, now);
 			if (!takes[i].decision.allowed)
 				all_allowed = false;

@@ -28,6 +28,12 @@ struct Operation {
 	double initial;
 };
 
+/* A 64-bit hash of bucket (name, key); each use passes its own seed. */
+uint64 BucketHash(text *name, text *key, uint64 seed);
+
+/* The OID of relation `relname` in the extension's schema, or InvalidOid. */
+Oid StateRelationOid(const char *relname);
+
 /* Registers the relcache callback that drops cached relation state. */
 void RegisterStorageCallbacks();
 
