@@ -4,7 +4,10 @@
 #
 #   ensure_packages     install the Debian packages the project needs (root), or
 #                       print the command that would (not root) and exit 1
-#   build_and_install   make, then make install
+#   build_and_install   make, then make install into a private copy of the
+#                       PostgreSQL install tree (see rl_private_tree)
+#   rl_require_install  build_and_install unless the calling script already
+#                       did (test/cluster/*.sh: run alone or from scripts/test)
 #   cluster_start       a throwaway PostgreSQL 15 cluster in a fresh temporary
 #                       directory, on a unix socket only; exports PGHOST, PGPORT,
 #                       PGUSER and PGDATABASE for clients (RL_SHARED_BUFFERS
@@ -26,13 +29,21 @@
 
 RL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RL_PG_MAJOR=15
-RL_PG_BINDIR=/usr/lib/postgresql/$RL_PG_MAJOR/bin
+# The system's PostgreSQL, read only: copied, never installed into.
+RL_SYSTEM_PG_BINDIR=/usr/lib/postgresql/$RL_PG_MAJOR/bin
 
-# initdb, pg_ctl, postgres, psql and pgbench of PostgreSQL 15 come first.
+# RL_PG_ROOT is the private copy of the PostgreSQL install tree that the
+# extension is installed into and every server is started from.  A script run
+# by scripts/test inherits it; otherwise build_and_install makes one.
+if [ -n "${RL_PG_ROOT:-}" ]; then
+    RL_PG_BINDIR=$RL_PG_ROOT/usr/lib/postgresql/$RL_PG_MAJOR/bin
+    export PG_CONFIG=$RL_PG_BINDIR/pg_config
+else
+    RL_PG_BINDIR=$RL_SYSTEM_PG_BINDIR
+    export PG_CONFIG=$RL_SYSTEM_PG_BINDIR/pg_config
+fi
+# initdb, pg_ctl, postgres, psql and pgbench of that tree come first.
 export PATH="$RL_PG_BINDIR:$PATH"
-# Debian's /usr/bin/pg_config answers for the newest server-dev package
-# installed; the Makefile reads PG_CONFIG.
-export PG_CONFIG=/usr/bin/pg_config
 # Predictable messages and collation for the tools and the tests.
 export LC_ALL=C.UTF-8
 unset LANGUAGE
@@ -132,18 +143,12 @@ ensure_packages() {
         [ ${#missing[@]} -eq 0 ] || rl_die "still missing after apt-get install: ${missing[*]}"
     fi
 
-    [ -x "$PG_CONFIG" ] || rl_die "$PG_CONFIG not found (package libpq-dev)"
-    local version
-    version=$("$PG_CONFIG" --version)
-    case $version in
-        "PostgreSQL $RL_PG_MAJOR".*) ;;
-        *)  # another server-dev version is installed as well: ask 15's own.
-            export PG_CONFIG=$RL_PG_BINDIR/pg_config ;;
-    esac
+    [ -x "$PG_CONFIG" ] || rl_die "$PG_CONFIG not found (package postgresql-server-dev-$RL_PG_MAJOR)"
     local pgxs tool
     pgxs=$(dirname "$("$PG_CONFIG" --pgxs)")/../..
-    for tool in "$RL_PG_BINDIR/initdb" "$RL_PG_BINDIR/pg_ctl" "$RL_PG_BINDIR/postgres" \
-                "$RL_PG_BINDIR/psql" "$pgxs/src/test/regress/pg_regress" \
+    for tool in "$RL_SYSTEM_PG_BINDIR/initdb" "$RL_SYSTEM_PG_BINDIR/pg_ctl" \
+                "$RL_SYSTEM_PG_BINDIR/postgres" "$RL_SYSTEM_PG_BINDIR/psql" \
+                "$RL_SYSTEM_PG_BINDIR/pgbench" "$pgxs/src/test/regress/pg_regress" \
                 "$pgxs/src/test/isolation/pg_isolation_regress"; do
         [ -x "$tool" ] || rl_die "$tool not found after installing ${RL_PACKAGES[*]}"
     done
@@ -152,36 +157,48 @@ ensure_packages() {
 # ---------------------------------------------------------------------------
 # Build
 
-# True if every file "make install" would copy is already installed unchanged.
-rl_installed_matches_build() {
-    local libdir=$1 extdir=$2 f
-    cmp -s "$RL_ROOT/ratelimit.so" "$libdir/ratelimit.so" || return 1
-    cmp -s "$RL_ROOT/ratelimit.control" "$extdir/ratelimit.control" || return 1
-    for f in "$RL_ROOT"/sql/ratelimit--*.sql; do
-        [ -e "$f" ] || continue
-        cmp -s "$f" "$extdir/$(basename "$f")" || return 1
-    done
+# A private copy of the system's PostgreSQL install tree in a new temporary
+# directory: bin, lib and share copied (PostgreSQL finds its files relative to
+# its binaries), the headers and the libpq directory linked.  The extension is
+# installed there, so the system's tree is never written and two checkouts on
+# one machine never test each other's build.  Exports RL_PG_ROOT, PG_CONFIG
+# and PATH; the directory is removed when the script exits.
+rl_private_tree() {
+    local root sys_lib sys_share sys_libdir
+    sys_lib=/usr/lib/postgresql/$RL_PG_MAJOR
+    sys_share=/usr/share/postgresql/$RL_PG_MAJOR
+    sys_libdir=$("$RL_SYSTEM_PG_BINDIR/pg_config" --libdir)
+    # /tmp and world-readable: the server runs as another user.
+    root=$(mktemp -d /tmp/ratelimit-pgroot.XXXXXX)
+    chmod 755 "$root"
+    rl_at_exit "rm -rf '$root'"
+    mkdir -p "$root/usr/lib/postgresql" "$root/usr/share/postgresql" "$root$(dirname "$sys_libdir")"
+    cp -a "$sys_lib" "$root/usr/lib/postgresql/" &&
+        cp -a "$sys_share" "$root/usr/share/postgresql/" ||
+        rl_die "could not copy the PostgreSQL install tree into $root"
+    ln -s /usr/include "$root/usr/include"
+    ln -s "$sys_libdir" "$root$sys_libdir"
+    export RL_PG_ROOT=$root
+    RL_PG_BINDIR=$root/usr/lib/postgresql/$RL_PG_MAJOR/bin
+    export PG_CONFIG=$RL_PG_BINDIR/pg_config
+    export PATH="$RL_PG_BINDIR:$PATH"
+    [ "$("$PG_CONFIG" --pkglibdir)" = "$root/usr/lib/postgresql/$RL_PG_MAJOR/lib" ] ||
+        rl_die "the copy of PostgreSQL in $root does not find its own files"
 }
 
 build_and_install() {
-    local libdir extdir
-    libdir=$("$PG_CONFIG" --pkglibdir)
-    extdir=$("$PG_CONFIG" --sharedir)/extension
+    [ -n "${RL_PG_ROOT:-}" ] || rl_private_tree
     rl_log "building the extension"
     make -C "$RL_ROOT" -s || rl_die "the build failed"
-    if ! rl_is_root && { [ ! -w "$libdir" ] || [ ! -w "$extdir" ]; }; then
-        if rl_installed_matches_build "$libdir" "$extdir"; then
-            rl_log "the installed extension matches this build"
-            return 0
-        fi
-        printf 'error: %s and %s are not writable by %s.\n' "$libdir" "$extdir" "$(id -un)" >&2
-        printf 'Install the build with:\n\n    (cd %q && sudo make install PG_CONFIG=%q)\n\n' \
-            "$RL_ROOT" "$PG_CONFIG" >&2
-        printf 'then run %s again.\n' "$0" >&2
-        exit 1
-    fi
-    rl_log "installing the extension into $libdir and $extdir"
+    rl_log "installing the extension into the private PostgreSQL tree $RL_PG_ROOT"
     make -C "$RL_ROOT" -s install || rl_die "make install failed"
+}
+
+rl_require_install() {
+    if [ -z "${RL_PG_ROOT:-}" ]; then
+        ensure_packages
+        build_and_install
+    fi
 }
 
 # ---------------------------------------------------------------------------

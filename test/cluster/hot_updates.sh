@@ -11,6 +11,7 @@ set -euo pipefail
 TAKES=1000000
 CLIENTS=8
 
+rl_require_install
 cluster_start
 psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION ratelimit"
 script=$RL_CLUSTER_DIR/hot_take.sql

@@ -8,6 +8,7 @@
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/lib.sh"
 
+rl_require_install
 cluster_start
 psql -X -q -v ON_ERROR_STOP=1 \
     -c "CREATE EXTENSION ratelimit" \
