@@ -81,10 +81,12 @@ rl__on_exit() {
     # A closed stdout (scripts/demo | head) must not kill the cleanup.
     trap '' PIPE
     set +e
+    # The cluster first: a hook may remove the private PostgreSQL tree whose
+    # pg_ctl stops it.
+    cluster_stop
     for hook in "${RL_EXIT_HOOKS[@]}"; do
         eval "$hook"
     done
-    cluster_stop
     if [ -n "$RL_POLICY_RC_CREATED" ]; then
         rm -f /usr/sbin/policy-rc.d
         RL_POLICY_RC_CREATED=

@@ -21,6 +21,9 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr double kMicros = static_cast<double>(kMicrosPerSecond);
 /* Beyond 2^53 µs doubles no longer hold whole microseconds. */
 constexpr double kExactMicrosLimit = 9007199254740992.0;
+/* The longest finite wait, in µs: what a positive rate too slow for float8
+ * seconds is reported as. */
+constexpr double kLargestWait = std::numeric_limits<double>::max();
 
 bool
 IsFiniteNonNegative(double v) noexcept
@@ -45,11 +48,24 @@ MicrosUntil(double tokens, double target, double rate) noexcept
 		return kInfinity;
 	double us = std::ceil((target - tokens) / rate * kMicros);
 	if (!(us < kExactMicrosLimit))
-		return us; /* far future (or +inf): whole-µs exactness is moot */
+		/* Far future: whole-µs exactness is moot.  A positive rate gets there
+		 * in the end, so the wait stays finite (Infinity means "never"). */
+		return us < kLargestWait ? us : kLargestWait;
 	/* Rounding may leave the credit a hair short; a few µs more settle it. */
 	for (int i = 0; i < 8 && tokens + Credit(rate, us) < target; i++)
 		us += 1.0;
 	return us;
+}
+
+/* a + b for waits in µs: +inf ("never") stays so, a finite sum too large for
+ * float8 becomes the longest finite wait. */
+double
+AddWaits(double a, double b) noexcept
+{
+	if (std::isinf(a) || std::isinf(b))
+		return kInfinity;
+	double sum = a + b;
+	return sum < kLargestWait ? sum : kLargestWait;
 }
 
 /* floor(a / b) for b > 0, also for negative a. */
@@ -106,24 +122,22 @@ CreditContinuous(const Limit &limit, double tokens, double elapsed_us) noexcept
 	return added >= limit.burst - tokens ? limit.burst : tokens + added;
 }
 
-/* The one admission rule: may `request` be granted from `tokens`? */
+/* The one admission rule: may `request` be granted from `tokens`?  Never
+ * when the balance left would not be a finite number: a debt beyond float8
+ * could never be repaid, and the row would be locked out for good. */
 bool
 Admits(double tokens, const Limit &limit, const Request &request) noexcept
 {
 	double after = tokens - request.cost;
 	if (after >= 0.0)
 		return true;
+	if (!std::isfinite(after))
+		return false;
 	if (!request.reserve || !(limit.rate > 0.0 || limit.floor_rate > 0.0))
 		return false; /* without refill a debt is never repaid */
 	return !(request.debt_capped && -after > request.max_reserved);
 }
 
-/*
- * The smallest whole-microsecond wait w such that `holds` is true of the
- * tokens that Refill(from, now + w) yields: "wait w, then retry" succeeds and
- * w - 1 would not.  `estimate_us` (from the closed form) is corrected against
- * Refill itself, so rounding in either cannot make the answer wrong.
- */
 /* Closed-form guess of the wait until `tokens` (held at `stamp_us`, refilled
  * to now) reach `target`: exact for continuous refill up to rounding, and
  * the right window boundary for fixed windows.  WaitMicros() corrects it. */
@@ -137,25 +151,33 @@ EstimateMicros(const Limit &limit, std::int64_t stamp_us, std::int64_t now_us, d
 	if (limit.window_us <= 0) {
 		double level = FloorLevel(limit);
 		if (!(limit.floor_rate > 0.0) || !(tokens < level))
-			return lag_us + MicrosUntil(tokens, target, limit.rate);
+			return AddWaits(lag_us, MicrosUntil(tokens, target, limit.rate));
 		double fast = FastRate(limit);
 		if (target <= level)
-			return lag_us + MicrosUntil(tokens, target, fast);
-		return lag_us + MicrosUntil(tokens, level, fast) + MicrosUntil(level, target, limit.rate);
+			return AddWaits(lag_us, MicrosUntil(tokens, target, fast));
+		return AddWaits(lag_us, AddWaits(MicrosUntil(tokens, level, fast),
+		                                 MicrosUntil(level, target, limit.rate)));
 	}
 	if (!(tokens < target))
 		return 0.0;
 	double per_window = PerWindow(limit);
 	if (!(per_window > 0.0))
-		return std::numeric_limits<double>::infinity();
+		return kInfinity;
 	double windows = std::ceil((target - tokens) / per_window);
 	std::int64_t base = stamp_us > now_us ? stamp_us : now_us;
 	std::int64_t next =
 	    limit.phase_us + (FloorDiv(base - limit.phase_us, limit.window_us) + 1) * limit.window_us;
-	return static_cast<double>(next - now_us) +
-	       (windows - 1.0) * static_cast<double>(limit.window_us);
+	/* Overflow here is a long wait, not "never": tokens do arrive. */
+	double later = (windows - 1.0) * static_cast<double>(limit.window_us);
+	return AddWaits(static_cast<double>(next - now_us), later < kLargestWait ? later : kLargestWait);
 }
 
+/*
+ * The smallest whole-microsecond wait w such that `holds` is true of the
+ * tokens that Refill(from, now + w) yields: "wait w, then retry" succeeds and
+ * w - 1 would not.  `estimate_us` (from the closed form) is corrected against
+ * Refill itself, so rounding in either cannot make the answer wrong.
+ */
 template <typename Condition>
 double
 WaitMicros(const Bucket &from, const Limit &limit, std::int64_t now_us, double estimate_us,
@@ -332,6 +354,7 @@ Refund(const Bucket &stored, const Limit &limit, double amount, std::int64_t now
 	Decision d{};
 	d.allowed = true;
 	d.remaining = tokens;
+	d.refunded = tokens - current.tokens;
 	d.next = Bucket{tokens, current.stamp_us};
 	d.write = tokens != stored.tokens || current.stamp_us != stored.stamp_us;
 	d.retry_after = SecondsToLevel(d.next, limit, now_us, current.stamp_us, tokens, 0.0);

@@ -67,6 +67,7 @@ struct Decision {
 	double retry_after; /* s: denied: until the same call succeeds; reserved: until
 	                       the work may start; otherwise 0.  +inf if never. */
 	double reset_after; /* s until the bucket is full again; +inf if never */
+	double refunded;    /* Refund only: tokens actually added (the rest is over burst) */
 	Bucket next;        /* state after the call */
 };
 
@@ -105,7 +106,7 @@ double Jittered(double retry_after, double fraction, std::uint64_t key_hash) noe
 
 /* Seconds until `tokens` has refilled to `target` at `rate`, rounded up to
  * whole microseconds so that waiting that long is always enough: 0 when
- * already there, +inf when rate is 0. */
+ * already there, +inf when rate is 0, finite for any positive rate. */
 double SecondsUntil(double tokens, double target, double rate) noexcept;
 
 } /* namespace ratelimit::core */

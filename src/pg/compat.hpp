@@ -23,11 +23,11 @@
 
 /* 14 added the indexUnchanged hint (enables bottom-up deletion in btree). */
 #if PG_VERSION_NUM >= 140000
-#define RlIndexInsert(index, values, isnull, tid, heap, unchanged, info)                           \
-	index_insert((index), (values), (isnull), (tid), (heap), UNIQUE_CHECK_YES, (unchanged), (info))
+#define RlIndexInsert(index, values, isnull, tid, heap, check, unchanged, info)                    \
+	index_insert((index), (values), (isnull), (tid), (heap), (check), (unchanged), (info))
 #else
-#define RlIndexInsert(index, values, isnull, tid, heap, unchanged, info)                           \
-	index_insert((index), (values), (isnull), (tid), (heap), UNIQUE_CHECK_YES, (info))
+#define RlIndexInsert(index, values, isnull, tid, heap, check, unchanged, info)                    \
+	index_insert((index), (values), (isnull), (tid), (heap), (check), (info))
 #endif
 
 /* 17 asks callers to release per-statement index-insert state. */

@@ -188,6 +188,33 @@ ReportShardedTakeAll(const char *name)
 }
 
 void
+ReportGovernedName(const char *name, const char *function)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+	         errmsg("rate limit \"%s\" is governed by a policy", name),
+	         errdetail("The buckets of policy \"%s\" take their rate and burst from it; %s() "
+	                   "with a rate and burst of its own could refill them or lock them out.",
+	                   name, function),
+	         errhint("Call %s() without rate and burst to use the policy's, or give the limit "
+	                 "with explicit parameters a name of its own.",
+	                 function)));
+	pg_unreachable();
+}
+
+void
+ReportMergedCostExceedsBurst(const char *name, const char *key, double burst)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("costs of one bucket exceed burst"),
+	         errdetail("The costs given for bucket (\"%s\", \"%s\") add up to more than its burst "
+	                   "of %s tokens, so they could never be taken together.",
+	                   name, key, Show(burst)),
+	         errhint("Name each bucket once, or lower the costs.")));
+	pg_unreachable();
+}
+
+void
 ReportUndefinedPolicy(const char *name)
 {
 	ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),

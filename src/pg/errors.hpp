@@ -43,6 +43,13 @@ constexpr int kMaxKeyBytes = 1024;
 [[noreturn]] void ReportShardedCost(double cost, double pair_capacity, int shards);
 [[noreturn]] void ReportShardedTakeAll(const char *name);
 
+/* 42501: an explicit rate and burst for the buckets of a policy. */
+[[noreturn]] void ReportGovernedName(const char *name, const char *function);
+
+/* 22023: the costs rate_limit_take_all adds up for one bucket exceed its
+ * burst (or float8). */
+[[noreturn]] void ReportMergedCostExceedsBurst(const char *name, const char *key, double burst);
+
 /* 42704: no policy of that name; 22023: a bad refund amount. */
 [[noreturn]] void ReportUndefinedPolicy(const char *name);
 [[noreturn]] void ReportInvalidAmount(double amount);

@@ -49,6 +49,9 @@ NullHint(const char *argument, bool has_max_reserved)
 }
 constexpr int kResultColumns = 5;
 
+/* Most rows a key may be split over (policies_shards_check). */
+constexpr int kMaxShards = 64;
+
 struct BucketCall {
 	text *name;
 	text *key;
@@ -67,6 +70,16 @@ CheckNameAndKey(text *name, text *key)
 		ReportTooLong("name", name_bytes, kMaxNameBytes);
 	if (key_bytes > kMaxKeyBytes)
 		ReportTooLong("key", key_bytes, kMaxKeyBytes);
+}
+
+/* The buckets of a policy take their rate and burst from it: a call that
+ * passes its own could refill them or lock them out. */
+void
+RefuseGovernedName(text *name, const char *function)
+{
+	Policy policy;
+	if (FindPolicy(name, &policy))
+		ReportGovernedName(text_to_cstring(name), function);
 }
 
 BucketCall
@@ -91,6 +104,7 @@ DecodeBucketCall(FunctionCallInfo fcinfo, const char *function)
 	call.request.max_reserved = call.request.debt_capped ? PG_GETARG_FLOAT8(6) : 0.0;
 
 	CheckNameAndKey(call.name, call.key);
+	RefuseGovernedName(call.name, function);
 	core::Status status = core::Validate(call.limit, call.request);
 	if (status != core::Status::kOk)
 		ReportInvalidRequest(status, call.limit, call.request);
@@ -273,6 +287,12 @@ ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &
 		}
 	}
 
+	/* Denied shards never seen before still start earning now. */
+	const Operation record{Operation::kRecordNew, nothing, 0.0, policy.has_initial, initial};
+	if (!allowed && kind == Operation::kTake && StartsBelowFull(record, shard))
+		for (int s = 0; s < 2; s++)
+			(void)DecideBucket(name, keys[s], shard, record);
+
 	core::Decision result{};
 	result.allowed = allowed;
 	result.remaining = (after[0] + after[1]) / 2.0 * shards;
@@ -282,6 +302,55 @@ ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &
 		double full = core::SecondsUntil(after[s], shard.burst, shard.rate);
 		if (full > result.reset_after)
 			result.reset_after = full;
+	}
+	return result;
+}
+
+/* Shard numbers 0..shards-1 in the canonical (bytewise) order of their row
+ * keys, the order in which rows are locked. */
+void
+ShardOrder(int shards, int *order)
+{
+	char names[kMaxShards][8];
+	for (int s = 0; s < shards; s++) {
+		order[s] = s;
+		snprintf(names[s], sizeof(names[s]), "%d", s);
+	}
+	for (int i = 1; i < shards; i++)
+		for (int j = i; j > 0 && strcmp(names[order[j - 1]], names[order[j]]) > 0; j--) {
+			int swap = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = swap;
+		}
+}
+
+/*
+ * A refund of a key split over several rows: `amount` goes to the shards
+ * with room for it, shard after shard in canonical order, so that exactly
+ * what the whole limit can hold is given back (never more than its burst).
+ * remaining and reset_after cover every shard.
+ */
+core::Decision
+ShardedRefund(text *name, text *key, const Policy &policy, const core::Limit &limit, double amount)
+{
+	const int shards = policy.shards;
+	const core::Limit shard = ShardLimit(limit, shards);
+	const core::Request nothing{0.0, false, false, 0.0};
+	int order[kMaxShards];
+	ShardOrder(shards, order);
+
+	core::Decision result{};
+	result.allowed = true;
+	double left = amount;
+	for (int i = 0; i < shards; i++) {
+		Operation operation{left > 0.0 ? Operation::kRefund : Operation::kPeek, nothing, left,
+		                    policy.has_initial, policy.initial / shards};
+		core::Decision d = DecideBucket(name, ShardKey(key, order[i]), shard, operation);
+		if (operation.kind == Operation::kRefund)
+			left -= d.refunded;
+		result.remaining += d.remaining;
+		if (d.reset_after > result.reset_after)
+			result.reset_after = d.reset_after;
 	}
 	return result;
 }
@@ -423,6 +492,7 @@ rate_limit_refund(PG_FUNCTION_ARGS)
 	double amount = PG_GETARG_FLOAT8(2);
 	core::Limit limit{PG_GETARG_FLOAT8(3), PG_GETARG_FLOAT8(4)};
 	pg::CheckNameAndKey(name, key);
+	pg::RefuseGovernedName(name, "rate_limit_refund");
 	core::Request nothing{0.0, false, false, 0.0};
 	core::Status status = core::Validate(limit, nothing);
 	if (status != core::Status::kOk)
@@ -450,19 +520,7 @@ rate_limit_refund_policy(PG_FUNCTION_ARGS)
 	core::Limit limit = pg::PolicyLimit(policy, call.name, call.key);
 	core::Decision decision;
 	if (policy.shards > 1) {
-		/* Split over every shard, each capped at its share of the burst. */
-		core::Limit shard = pg::ShardLimit(limit, policy.shards);
-		operation.amount = call.number / policy.shards;
-		operation.initial = policy.initial / policy.shards;
-		decision = core::Decision{};
-		decision.allowed = true;
-		for (int s = 0; s < policy.shards; s++) {
-			core::Decision d =
-			    pg::DecideBucket(call.name, pg::ShardKey(call.key, s), shard, operation);
-			decision.remaining += d.remaining;
-			if (d.reset_after > decision.reset_after)
-				decision.reset_after = d.reset_after;
-		}
+		decision = pg::ShardedRefund(call.name, call.key, policy, limit, call.number);
 	} else {
 		decision = pg::DecideBucket(call.name, call.key, limit, operation);
 	}
@@ -539,7 +597,11 @@ rate_limit_take_all(PG_FUNCTION_ARGS)
 	for (int i = 0; i < count; i++) {
 		int position = sorted[i];
 		if (buckets > 0 && pg::TakeOrder(&takes[buckets - 1], &given[position]) == 0) {
-			takes[buckets - 1].request.cost += given[position].request.cost;
+			pg::BucketTake &merged = takes[buckets - 1];
+			merged.request.cost += given[position].request.cost;
+			if (merged.request.cost > merged.limit.burst)
+				pg::ReportMergedCostExceedsBurst(text_to_cstring(merged.name),
+				                                 text_to_cstring(merged.key), merged.limit.burst);
 		} else {
 			takes[buckets++] = given[position];
 		}

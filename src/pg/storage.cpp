@@ -3,41 +3,54 @@
  *
  * Bucket state in ratelimit.buckets, accessed the way logical replication's
  * apply worker accesses tables: a primary-key lookup with a dirty snapshot,
- * table_tuple_lock() on the latest version, heap_update()/heap_insert()/
- * heap_delete() and index_insert() by hand.  No SPI and no executor: that is
- * both what makes a call cheap and what keeps it free of serialization
- * failures at REPEATABLE READ and SERIALIZABLE, because every call works on
- * the latest committed version of its row, never on the caller's snapshot.
+ * heap_update()/heap_insert()/heap_delete() and index_insert() by hand.  No
+ * SPI and no executor: that is both what makes a call cheap and what keeps
+ * it free of serialization failures at REPEATABLE READ and SERIALIZABLE,
+ * because every call works on the latest committed version of its row,
+ * never on the caller's snapshot.
  *
  * Locking rules
  * - Relations: a check takes AccessShareLock, a take or reset
- *   RowExclusiveLock, on the table and its index, held to transaction end.
- * - A grant replaces the version it was decided on with heap_update(), not
- *   waiting: that succeeds only if the version is still the latest and
- *   nobody holds or is changing it.  Otherwise (and for a reset) it locks the
- *   row's latest version with LockTupleNoKeyExclusive and
- *   TUPLE_LOCK_FLAG_FIND_LAST_VERSION, waiting for any in-flight writer,
- *   then reads the clock and decides again on what it locked.  The new
- *   version (and the lock) belong to the caller's (sub)transaction, so
- *   ROLLBACK refunds and a second taker waits for the first to end.
- * - A refund is written like a grant.
- * - A denial is decided on the latest committed version without locking or
- *   writing: any in-flight writer can only leave fewer tokens, or, if it
- *   resets the bucket, be ordered after this call.  A check or a cost-0 look
- *   that would be granted waits for an in-flight writer first, so it answers
- *   what a take would.
+ *   RowExclusiveLock, on the table and its indexes, held to transaction end.
+ * - A call decides on the latest committed version.  A denial is final at
+ *   once, without locking or writing: any in-flight writer can only leave
+ *   fewer tokens, or, if it resets or refunds, be ordered after this call.
+ * - A grant that sees an in-flight writer of its row (a check or cost-0 look
+ *   too, so that it answers what a take would) waits for that writer's
+ *   transaction to end, queued behind other waiters on the heavyweight tuple
+ *   lock of the version it saw (LockTuple, as heapam queues), and decides
+ *   again on what is then the latest version, with the clock read after the
+ *   wait.  Only the writer's transaction is waited for: nothing is written
+ *   and no row is locked before the decision is final, so a take that waited
+ *   and was then denied leaves no lock behind.
+ * - A grant replaces the version it was decided on with heap_update(): the
+ *   new version belongs to the caller's (sub)transaction, so ROLLBACK refunds
+ *   and the next taker of the key waits for this transaction to end.  (In the
+ *   rare race where another writer slips in between the decision and the
+ *   update, heap_update waits for it and the call decides again.)
+ * - A refund is written like a grant; a reset locks the latest version, then
+ *   deletes it.
  * - A key's first row is inserted under an exclusive advisory lock on
  *   hash(name, key) (lock class kNewKeyLockClass, shown in pg_locks as
  *   objsubid 21068), re-checked after the lock is granted: two first calls
  *   never race into a unique violation.  The lock is released as soon as the
- *   row is in the heap and the index: from then on the row's uncommitted
- *   xmin makes later callers wait, so a transaction creating many keys does
- *   not fill the shared lock table.
- * - rate_limit_take_all locks all its rows in one canonical order (name, then
- *   key, bytewise), deciding only once it holds every lock: two overlapping
- *   calls wait for each other instead of deadlocking.
+ *   row is in the heap and the indexes, and before waiting for any other
+ *   transaction (a first insert in progress elsewhere): whoever holds it
+ *   never waits, so it takes part in no deadlock.
+ * - rate_limit_take_all waits, holding nothing, until no writer is in flight
+ *   on any of its rows, then locks them all in one canonical order (name,
+ *   then key, bytewise) inside a subtransaction and decides only once it
+ *   holds every lock: two overlapping calls wait for each other instead of
+ *   deadlocking, and a denial rolls the subtransaction (and so the locks)
+ *   back.
  * - After any write, CommandCounterIncrement() so that the next call in the
  *   same statement sees, and can lock, the new version.
+ * - Every index that is ready for inserts receives the new entries, as the
+ *   executor does, so REINDEX CONCURRENTLY can run under load; lookups use a
+ *   valid one, the primary key when it is.
+ * - The latest version this transaction wrote of a key is remembered by TID
+ *   (LatestVersion), so N takes of one key in one transaction do not walk
+ *   the N versions it created on every lookup.
  * The direct path bypasses triggers, constraints, RLS and other indexes, so
  * the table's shape is verified once per relcache generation.
  */
@@ -63,29 +76,73 @@ constexpr int kNatts = 4;
 /* Advisory lock class (LOCKTAG field4) private to the extension: "RL". */
 constexpr uint16 kNewKeyLockClass = 0x524C;
 
-/* Relation OIDs and the index's IndexInfo, valid until a relcache
- * invalidation touches either relation. */
+/* The heavyweight tuple lock that queues waiters, as heapam's for
+ * LockTupleNoKeyExclusive. */
+constexpr LOCKMODE kTupleQueueLock = ExclusiveLock;
+
+/* Indexes the table may have: its primary key, and for a while the copies
+ * that REINDEX CONCURRENTLY builds beside it. */
+constexpr int kMaxIndexes = 4;
+
+/* Relation OIDs and the indexes' IndexInfo, valid until a relcache
+ * invalidation touches the table or one of its indexes. */
 struct StateRelations {
 	bool valid;
 	Oid heap_oid;
-	Oid index_oid;
-	IndexInfo *index_info; /* allocated in context */
-	FmgrInfo key_equal;    /* texteq, for the lookup's scan keys */
+	int nindexes;
+	Oid index_oids[kMaxIndexes];
+	IndexInfo *index_info[kMaxIndexes]; /* allocated in context */
+	int lookup;                         /* position of the index lookups use */
+	FmgrInfo key_equal;                 /* texteq, for the lookup's scan keys */
 	MemoryContext context;
 };
 
-StateRelations state_relations = {false, InvalidOid, InvalidOid, NULL, {}, NULL};
+StateRelations state_relations = {false, InvalidOid, 0, {}, {}, 0, {}, NULL};
+
+/* The table and its indexes, open for one call. */
+struct OpenRelations {
+	Relation heap;
+	Relation index; /* the lookup index */
+	int nindexes;
+	Relation indexes[kMaxIndexes];
+};
+
+/*
+ * The latest version of a key written by this transaction, by TID.  A
+ * direct-mapped table keyed by the key's hash; an entry is trusted only
+ * after the version at its TID is fetched and found to be this
+ * transaction's own, live, and of the same key (FindRemembered).
+ */
+struct LatestVersion {
+	uint64 hash;
+	TransactionId xid; /* the top transaction that wrote it */
+	ItemPointerData tid;
+};
+constexpr int kLatestVersions = 256;
+LatestVersion latest_versions[kLatestVersions];
+
+void
+ForgetLatestVersions()
+{
+	for (int i = 0; i < kLatestVersions; i++)
+		latest_versions[i].xid = InvalidTransactionId;
+}
 
 void
 InvalidateStateRelations(Datum, Oid relid)
 {
-	if (!OidIsValid(relid) || relid == state_relations.heap_oid ||
-	    relid == state_relations.index_oid)
+	bool ours = !OidIsValid(relid) || relid == state_relations.heap_oid;
+	for (int i = 0; i < state_relations.nindexes; i++)
+		ours = ours || relid == state_relations.index_oids[i];
+	if (ours) {
 		state_relations.valid = false;
+		/* A rewrite (TRUNCATE, VACUUM FULL) moves every TID. */
+		ForgetLatestVersions();
+	}
 }
 
-/* Verifies what the direct path relies on; returns the primary key's OID. */
-Oid
+/* Verifies what the direct path relies on; returns the table's indexes. */
+List *
 CheckStateTable(Relation heap)
 {
 	static const Oid kTypes[kNatts] = {TEXTOID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID};
@@ -109,24 +166,32 @@ CheckStateTable(Relation heap)
 	}
 
 	List *indexes = RelationGetIndexList(heap);
-	if (list_length(indexes) != 1)
+	if (list_length(indexes) < 1 || list_length(indexes) > kMaxIndexes)
 		ReportStateTableAltered("has indexes other than its primary key");
-	Oid index_oid = linitial_oid(indexes);
-	list_free(indexes);
-	return index_oid;
+	return indexes;
 }
 
+/* Every index must have the primary key's shape: a unique btree on (name,
+ * key) in the "C" collation.  Copies of it (REINDEX CONCURRENTLY, or a
+ * unique index built concurrently to replace it) are kept up to date too. */
 void
 CheckStateIndex(Relation index)
 {
 	Form_pg_index form = index->rd_index;
 	if (index->rd_rel->relam != BTREE_AM_OID || !form->indisunique || !form->indimmediate ||
-	    !form->indisvalid || form->indnatts != 2 || form->indnkeyatts != 2 ||
-	    form->indkey.values[0] != kAttName || form->indkey.values[1] != kAttKey ||
-	    index->rd_indcollation[0] != C_COLLATION_OID ||
+	    form->indnatts != 2 || form->indnkeyatts != 2 || form->indkey.values[0] != kAttName ||
+	    form->indkey.values[1] != kAttKey || index->rd_indcollation[0] != C_COLLATION_OID ||
 	    index->rd_indcollation[1] != C_COLLATION_OID || RelationGetIndexExpressions(index) != NIL ||
 	    RelationGetIndexPredicate(index) != NIL)
-		ReportStateTableAltered("has a changed primary key");
+		ReportStateTableAltered("has indexes other than its primary key");
+}
+
+/* May lookups use this index: does it hold an entry for every row? */
+bool
+IndexServesLookups(Relation index)
+{
+	Form_pg_index form = index->rd_index;
+	return form->indisvalid && form->indisready && form->indislive;
 }
 
 /* Looks the relations up by name, verifies them and caches what calls need. */
@@ -138,49 +203,67 @@ LoadStateRelations(LOCKMODE mode)
 		ReportStateTableMissing(kStateTable);
 
 	Relation heap = table_open(heap_oid, mode);
-	Oid index_oid = CheckStateTable(heap);
-	Relation index = index_open(index_oid, mode);
-	CheckStateIndex(index);
+	List *index_oids = CheckStateTable(heap);
 
 	if (state_relations.context == NULL)
 		state_relations.context = AllocSetContextCreate(
 		    TopMemoryContext, "ratelimit state relations", ALLOCSET_SMALL_SIZES);
 	else
 		MemoryContextReset(state_relations.context);
-	MemoryContext old = MemoryContextSwitchTo(state_relations.context);
-	state_relations.index_info = BuildIndexInfo(index);
-	MemoryContextSwitchTo(old);
+
+	int nindexes = 0;
+	int lookup = -1;
+	ListCell *cell;
+	foreach (cell, index_oids) {
+		Relation index = index_open(lfirst_oid(cell), mode);
+		CheckStateIndex(index);
+		if (IndexServesLookups(index) && (lookup < 0 || index->rd_index->indisprimary))
+			lookup = nindexes;
+		MemoryContext old = MemoryContextSwitchTo(state_relations.context);
+		state_relations.index_info[nindexes] = BuildIndexInfo(index);
+		MemoryContextSwitchTo(old);
+		state_relations.index_oids[nindexes++] = RelationGetRelid(index);
+		index_close(index, NoLock);
+	}
+	list_free(index_oids);
+	if (lookup < 0)
+		ReportStateTableAltered("has no valid primary key");
 	fmgr_info_cxt(F_TEXTEQ, &state_relations.key_equal, state_relations.context);
 
 	state_relations.heap_oid = heap_oid;
-	state_relations.index_oid = index_oid;
+	state_relations.nindexes = nindexes;
+	state_relations.lookup = lookup;
 	state_relations.valid = true;
-	index_close(index, NoLock);
 	table_close(heap, NoLock);
 }
 
-/* Opens the table and its index, (re)validating them if anything changed. */
+/* Opens the table and its indexes, (re)validating them if anything changed. */
 void
-OpenStateRelations(LOCKMODE mode, Relation *heap, Relation *index)
+OpenStateRelations(LOCKMODE mode, OpenRelations *rels)
 {
 	for (;;) {
 		if (!state_relations.valid)
 			LoadStateRelations(mode);
-		*heap = table_open(state_relations.heap_oid, mode);
-		*index = index_open(state_relations.index_oid, mode);
+		rels->heap = table_open(state_relations.heap_oid, mode);
+		rels->nindexes = state_relations.nindexes;
+		for (int i = 0; i < rels->nindexes; i++)
+			rels->indexes[i] = index_open(state_relations.index_oids[i], mode);
+		rels->index = rels->indexes[state_relations.lookup];
 		/* Taking the locks may have processed an invalidation: re-verify. */
 		if (state_relations.valid)
 			return;
-		index_close(*index, NoLock);
-		table_close(*heap, NoLock);
+		for (int i = 0; i < rels->nindexes; i++)
+			index_close(rels->indexes[i], NoLock);
+		table_close(rels->heap, NoLock);
 	}
 }
 
 void
-CloseStateRelations(Relation heap, Relation index)
+CloseStateRelations(OpenRelations *rels)
 {
-	index_close(index, NoLock);
-	table_close(heap, NoLock);
+	for (int i = 0; i < rels->nindexes; i++)
+		index_close(rels->indexes[i], NoLock);
+	table_close(rels->heap, NoLock);
 }
 
 /* Scan keys for (name, key), with the equality function looked up once per
@@ -242,26 +325,157 @@ KeyMovedAway(Relation heap, Relation index, ScanKeyData *keys, TupleTableSlot *s
 	return moved;
 }
 
+/* The advisory lock that serialises first inserts of a key. */
+struct NewKeyLock {
+	bool held;
+	LOCKTAG tag;
+};
+
+void
+AcquireNewKeyLock(NewKeyLock *lock, uint64 key_hash)
+{
+	SET_LOCKTAG_ADVISORY(lock->tag, MyDatabaseId, static_cast<uint32>(key_hash >> 32),
+	                     static_cast<uint32>(key_hash), kNewKeyLockClass);
+	(void)LockAcquire(&lock->tag, ExclusiveLock, false, false);
+	lock->held = true;
+}
+
+void
+ReleaseNewKeyLock(NewKeyLock *lock)
+{
+	if (lock->held)
+		LockRelease(&lock->tag, ExclusiveLock, false);
+	lock->held = false;
+}
+
+/* The heavyweight tuple lock a waiter queues on (at most one at a time). */
+struct TupleQueue {
+	bool held;
+	ItemPointerData tid;
+};
+
+/* Waits for transaction `xid`, an in-flight writer of the version at `tid`,
+ * first queueing behind earlier waiters on that version. */
+void
+WaitForWriter(Relation heap, TupleQueue *queue, ItemPointer tid, TransactionId xid)
+{
+	if (!queue->held || !ItemPointerEquals(&queue->tid, tid)) {
+		if (queue->held)
+			UnlockTuple(heap, &queue->tid, kTupleQueueLock);
+		LockTuple(heap, tid, kTupleQueueLock);
+		queue->held = true;
+		queue->tid = *tid;
+	}
+	XactLockTableWait(xid, heap, tid, XLTW_Update);
+}
+
+void
+LeaveTupleQueue(Relation heap, TupleQueue *queue)
+{
+	if (queue->held)
+		UnlockTuple(heap, &queue->tid, kTupleQueueLock);
+	queue->held = false;
+}
+
+LatestVersion *
+LatestVersionSlot(uint64 key_hash)
+{
+	return &latest_versions[key_hash % kLatestVersions];
+}
+
+void
+RememberLatestVersion(uint64 key_hash, ItemPointer tid)
+{
+	LatestVersion *entry = LatestVersionSlot(key_hash);
+	entry->hash = key_hash;
+	entry->xid = GetTopTransactionIdIfAny();
+	entry->tid = *tid;
+}
+
+bool
+TextEquals(text *a, text *b)
+{
+	int length = VARSIZE_ANY_EXHDR(a);
+	return length == static_cast<int>(VARSIZE_ANY_EXHDR(b)) &&
+	       memcmp(VARDATA_ANY(a), VARDATA_ANY(b), length) == 0;
+}
+
 /*
- * The latest version of (name, key) in `slot`: waits out another
- * transaction's uncommitted first insert of the key, whose outcome decides
- * ours, and looks again.  With `sure`, a miss is trusted only once no version
- * of the key was seen to move (KeyMovedAway); without it a miss may be a
- * race, which is fine for a caller that will look again before acting.
+ * The version of (name, key) this transaction wrote last, if it is still the
+ * latest: fetched by its remembered TID and trusted only if it is live to a
+ * dirty snapshot, was created by this transaction (not by a subtransaction
+ * since rolled back) and holds the same key.  Nobody else can have replaced
+ * a version this transaction created while it is in progress.
  */
 bool
-FindLatest(Relation heap, Relation index, ScanKeyData *keys, Snapshot dirty, TupleTableSlot *slot,
-           bool sure)
+FindRemembered(Relation heap, uint64 key_hash, text *name, text *key, Snapshot dirty,
+               TupleTableSlot *slot)
 {
+	LatestVersion *entry = LatestVersionSlot(key_hash);
+	TransactionId top = GetTopTransactionIdIfAny();
+	if (!TransactionIdIsValid(top) || entry->xid != top || entry->hash != key_hash)
+		return false;
+	ItemPointerData tid = entry->tid;
+	if (!table_tuple_fetch_row_version(heap, &tid, dirty, slot))
+		return false;
+	HeapTuple tuple = reinterpret_cast<BufferHeapTupleTableSlot *>(slot)->base.tuple;
+	bool isnull;
+	bool ours = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data)) &&
+	            !TransactionIdIsValid(dirty->xmin) && !TransactionIdIsValid(dirty->xmax) &&
+	            TextEquals(DatumGetTextPP(slot_getattr(slot, kAttName, &isnull)), name) &&
+	            TextEquals(DatumGetTextPP(slot_getattr(slot, kAttKey, &isnull)), key);
+	if (!ours)
+		ExecClearTuple(slot);
+	return ours;
+}
+
+/* What a lookup knows of the key it looks for. */
+struct BucketLookup {
+	text *name;
+	text *key;
+	uint64 hash; /* BucketHash(name, key, kNewKeySeed) */
+	ScanKeyData keys[2];
+};
+
+constexpr uint64 kNewKeySeed = 0;
+
+void
+InitLookup(BucketLookup *lookup, text *name, text *key)
+{
+	lookup->name = name;
+	lookup->key = key;
+	lookup->hash = BucketHash(name, key, kNewKeySeed);
+	InitBucketKeys(lookup->keys, name, key);
+}
+
+/*
+ * The latest version of the key in `slot`: this transaction's own last
+ * write when it is still the latest, otherwise through the index.  Waits out
+ * another transaction's uncommitted first insert of the key, whose outcome
+ * decides ours, and looks again; `new_key` (if given) is released first, so
+ * that whoever holds a new-key lock never waits.  With `sure`, a miss is
+ * trusted only once no version of the key was seen to move (KeyMovedAway);
+ * without it a miss may be a race, which is fine for a caller that will look
+ * again before acting.
+ */
+bool
+FindLatest(const OpenRelations &rels, BucketLookup *lookup, Snapshot dirty, TupleTableSlot *slot,
+           bool sure, NewKeyLock *new_key)
+{
+	if (FindRemembered(rels.heap, lookup->hash, lookup->name, lookup->key, dirty, slot))
+		return true;
 	for (int moves = 0;;) {
 		CHECK_FOR_INTERRUPTS();
-		if (FindBucket(heap, index, keys, dirty, slot)) {
+		if (FindBucket(rels.heap, rels.index, lookup->keys, dirty, slot)) {
 			if (!TransactionIdIsValid(dirty->xmin))
 				return true;
-			XactLockTableWait(dirty->xmin, heap, &slot->tts_tid, XLTW_None);
+			if (new_key != NULL)
+				ReleaseNewKeyLock(new_key);
+			XactLockTableWait(dirty->xmin, rels.heap, &slot->tts_tid, XLTW_None);
 			continue;
 		}
-		if (!sure || moves++ >= kMissRetries || !KeyMovedAway(heap, index, keys, slot))
+		if (!sure || moves++ >= kMissRetries ||
+		    !KeyMovedAway(rels.heap, rels.index, lookup->keys, slot))
 			return false;
 	}
 }
@@ -294,46 +508,60 @@ FormBucketTuple(Relation heap, text *name, text *key, const core::Bucket &bucket
 	return heap_form_tuple(RelationGetDescr(heap), values, nulls);
 }
 
+/*
+ * Adds the entry of the version at `tid` to every index ready for inserts.
+ * A new key is checked for uniqueness; a non-HOT update is not: its key is
+ * the one of the version it replaced, which this transaction holds, and a
+ * check would visit every earlier version of the key.
+ */
 void
-InsertIndexEntry(Relation heap, Relation index, text *name, text *key, ItemPointer tid,
-                 bool unchanged)
+InsertIndexEntries(const OpenRelations &rels, text *name, text *key, ItemPointer tid,
+                   bool replaces_version)
 {
 	Datum values[2] = {PointerGetDatum(name), PointerGetDatum(key)};
 	bool nulls[2] = {false, false};
-	(void)RlIndexInsert(index, values, nulls, tid, heap, unchanged, state_relations.index_info);
-	RlIndexInsertCleanup(index, state_relations.index_info);
+	IndexUniqueCheck check = replaces_version ? UNIQUE_CHECK_NO : UNIQUE_CHECK_YES;
+	for (int i = 0; i < rels.nindexes; i++) {
+		IndexInfo *info = state_relations.index_info[i];
+		if (!info->ii_ReadyForInserts)
+			continue;
+		(void)RlIndexInsert(rels.indexes[i], values, nulls, tid, rels.heap, check,
+		                    replaces_version, info);
+		RlIndexInsertCleanup(rels.indexes[i], info);
+	}
 }
 
 void
-InsertBucket(Relation heap, Relation index, text *name, text *key, const core::Bucket &bucket)
+InsertBucket(const OpenRelations &rels, const BucketLookup &lookup, const core::Bucket &bucket)
 {
-	HeapTuple tuple = FormBucketTuple(heap, name, key, bucket);
-	heap_insert(heap, tuple, GetCurrentCommandId(true), 0, NULL);
-	InsertIndexEntry(heap, index, name, key, &tuple->t_self, false);
+	HeapTuple tuple = FormBucketTuple(rels.heap, lookup.name, lookup.key, bucket);
+	heap_insert(rels.heap, tuple, GetCurrentCommandId(true), 0, NULL);
+	InsertIndexEntries(rels, lookup.name, lookup.key, &tuple->t_self, false);
+	RememberLatestVersion(lookup.hash, &tuple->t_self);
 	heap_freetuple(tuple);
 }
 
 /*
- * Replaces the version at `tid` by `bucket`.  With `wait` false it gives up,
- * changing nothing, if another transaction holds or is changing the version
- * (TM_BeingModified) or has replaced it (TM_Updated, TM_Deleted); with `wait`
- * true the caller must hold the row lock, and anything but TM_Ok is a bug.
+ * Replaces the version at `tid` by `bucket`, waiting for any transaction
+ * that holds or is changing it.  TM_Ok, or TM_Updated / TM_Deleted when that
+ * transaction replaced or deleted the version meanwhile: nothing was written
+ * and the caller decides again on the latest version.
  */
 TM_Result
-UpdateBucket(Relation heap, Relation index, ItemPointer tid, CommandId cid, bool wait, text *name,
-             text *key, const core::Bucket &bucket)
+UpdateBucket(const OpenRelations &rels, const BucketLookup &lookup, ItemPointer tid, CommandId cid,
+             const core::Bucket &bucket)
 {
-	HeapTuple tuple = FormBucketTuple(heap, name, key, bucket);
+	HeapTuple tuple = FormBucketTuple(rels.heap, lookup.name, lookup.key, bucket);
 	TM_FailureData tmfd;
 	bool needs_index = false;
-	TM_Result result = RlHeapUpdate(heap, tid, tuple, cid, wait, &tmfd, &needs_index);
+	TM_Result result = RlHeapUpdate(rels.heap, tid, tuple, cid, true, &tmfd, &needs_index);
 	if (result == TM_Ok) {
 		/* Not HOT (the page was full): the key is unchanged, which lets btree
 		 * delete the older duplicates bottom-up. */
 		if (needs_index)
-			InsertIndexEntry(heap, index, name, key, &tuple->t_self, true);
-	} else if (wait ||
-	           (result != TM_BeingModified && result != TM_Updated && result != TM_Deleted)) {
+			InsertIndexEntries(rels, lookup.name, lookup.key, &tuple->t_self, true);
+		RememberLatestVersion(lookup.hash, &tuple->t_self);
+	} else if (result != TM_Updated && result != TM_Deleted) {
 		elog(ERROR, "could not update rate limit bucket: result %d", static_cast<int>(result));
 	}
 	heap_freetuple(tuple);
@@ -359,15 +587,6 @@ LockLatestVersion(Relation heap, TupleTableSlot *slot, Snapshot dirty, CommandId
 	pg_unreachable();
 }
 
-/* The advisory lock that serialises first inserts of (name, key). */
-void
-SetNewKeyLockTag(LOCKTAG *tag, text *name, text *key)
-{
-	uint64 hash = BucketHash(name, key, 0);
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, static_cast<uint32>(hash >> 32),
-	                     static_cast<uint32>(hash), kNewKeyLockClass);
-}
-
 /* The core's answer for `operation` on `bucket` at `now`. */
 core::Decision
 Evaluate(const Operation &operation, const core::Bucket &bucket, const core::Limit &limit,
@@ -375,10 +594,25 @@ Evaluate(const Operation &operation, const core::Bucket &bucket, const core::Lim
 {
 	if (operation.kind == Operation::kRefund)
 		return core::Refund(bucket, limit, operation.amount, now);
+	if (operation.kind == Operation::kRecordNew)
+		return core::Decide(bucket, limit, core::Request{0.0, false, false, 0.0}, now);
 	return core::Decide(bucket, limit, operation.request, now);
 }
 
+bool
+Writes(const Operation &operation)
+{
+	return operation.kind == Operation::kTake || operation.kind == Operation::kRefund ||
+	       operation.kind == Operation::kRecordNew;
+}
+
 } /* namespace */
+
+bool
+StartsBelowFull(const Operation &operation, const core::Limit &limit)
+{
+	return operation.has_initial && operation.initial < limit.burst;
+}
 
 uint64
 BucketHash(text *name, text *key, uint64 seed)
@@ -405,96 +639,76 @@ RegisterStorageCallbacks()
 core::Decision
 DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &operation)
 {
-	const bool take = (operation.kind == Operation::kTake || operation.kind == Operation::kRefund);
-	Relation heap;
-	Relation index;
-	OpenStateRelations(take ? RowExclusiveLock : AccessShareLock, &heap, &index);
+	const bool writes = Writes(operation);
+	OpenRelations rels;
+	OpenStateRelations(writes ? RowExclusiveLock : AccessShareLock, &rels);
 
-	ScanKeyData keys[2];
-	InitBucketKeys(keys, name, key);
+	BucketLookup lookup;
+	InitLookup(&lookup, name, key);
 	SnapshotData dirty;
 	InitDirtySnapshot(dirty);
-	TupleTableSlot *slot = table_slot_create(heap, NULL);
-	LOCKTAG new_key_tag;
-	bool key_locked = false;
-	/* A miss must be sure before it is acted on; a take's first miss is
+	TupleTableSlot *slot = table_slot_create(rels.heap, NULL);
+	NewKeyLock new_key = {false, {}};
+	TupleQueue queue = {false, {}};
+	/* A miss must be sure before it is acted on; a write's first miss is
 	 * only acted on after it looks again under the new-key lock. */
-	bool sure = !take;
+	bool sure = !writes;
 	bool wrote = false;
 	core::Decision decision;
 
 	for (;;) {
-		if (!FindLatest(heap, index, keys, &dirty, slot, sure)) {
-			/* A new key; store it only if this call consumes. */
+		if (!FindLatest(rels, &lookup, &dirty, slot, sure, &new_key)) {
+			/* A new key: stored only if this call consumes or refunds, or
+			 * if its first sighting must be remembered. */
 			TimestampTz now = ClockNow();
 			decision =
 			    Evaluate(operation, NewBucket(limit, operation.has_initial, operation.initial, now),
 			             limit, now);
+			bool store = writes && (decision.write || StartsBelowFull(operation, limit));
 			if (!sure) {
-				if (decision.write) {
-					SetNewKeyLockTag(&new_key_tag, name, key);
-					(void)LockAcquire(&new_key_tag, ExclusiveLock, false, false);
-					key_locked = true;
-				}
+				if (store)
+					AcquireNewKeyLock(&new_key, lookup.hash);
 				sure = true;
 				continue; /* inserted meanwhile, or a race? look again */
 			}
-			if (!take || !decision.write)
+			if (!store)
 				break;
-			if (!key_locked) { /* the key went away while we looked again */
-				SetNewKeyLockTag(&new_key_tag, name, key);
-				(void)LockAcquire(&new_key_tag, ExclusiveLock, false, false);
-				key_locked = true;
+			if (!new_key.held) { /* the key went away while we looked again */
+				AcquireNewKeyLock(&new_key, lookup.hash);
 				continue;
 			}
-			InsertBucket(heap, index, name, key, decision.next);
+			InsertBucket(rels, lookup, decision.next);
 			wrote = true;
 			break;
 		}
+		if (operation.kind == Operation::kRecordNew)
+			break; /* the key is known already */
 
 		decision = Evaluate(operation, ReadBucket(slot), limit, ClockNow());
 		if (!decision.allowed)
 			break; /* lock-free denial on the latest committed version */
-		if (!take || !decision.write) {
-			if (TransactionIdIsValid(dirty.xmax) && operation.kind != Operation::kPeek) {
-				/* Granted only if an in-flight writer leaves enough: wait. */
-				XactLockTableWait(dirty.xmax, heap, &slot->tts_tid, XLTW_None);
-				continue;
-			}
+		if (TransactionIdIsValid(dirty.xmax) && operation.kind != Operation::kPeek) {
+			/* Granted only if an in-flight writer leaves enough: wait for it
+			 * (queued, holding nothing) and decide again. */
+			WaitForWriter(rels.heap, &queue, &slot->tts_tid, dirty.xmax);
+			continue;
+		}
+		if (!writes || !decision.write)
+			break;
+		TM_Result result = UpdateBucket(rels, lookup, &slot->tts_tid,
+		                                GetCurrentCommandId(true), decision.next);
+		if (result == TM_Ok) {
+			wrote = true;
 			break;
 		}
-
-		CommandId cid = GetCurrentCommandId(true);
-		if (!TransactionIdIsValid(dirty.xmax)) {
-			/* Nobody was changing the row: replace the very version decided
-			 * on, without waiting.  Success means it was still the latest and
-			 * unlocked, so the decision and the clock reading stand. */
-			TM_Result result =
-			    UpdateBucket(heap, index, &slot->tts_tid, cid, false, name, key, decision.next);
-			if (result == TM_Ok) {
-				wrote = true;
-				break;
-			}
-			if (result != TM_BeingModified)
-				continue; /* replaced or deleted meanwhile: look again */
-		}
-		/* Contended: lock the latest version, waiting for its writer, and
-		 * decide again on it with the clock read after the wait. */
-		if (!LockLatestVersion(heap, slot, &dirty, cid))
-			continue;
-		decision = Evaluate(operation, ReadBucket(slot), limit, ClockNow());
-		if (decision.write) {
-			(void)UpdateBucket(heap, index, &slot->tts_tid, cid, true, name, key, decision.next);
-			wrote = true;
-		}
-		break;
+		/* Replaced or deleted meanwhile: decide again on the latest. */
 	}
 
 	/* Inserted (or found after all): the row now speaks for the key. */
-	if (key_locked)
-		LockRelease(&new_key_tag, ExclusiveLock, false);
+	ReleaseNewKeyLock(&new_key);
+	LeaveTupleQueue(rels.heap, &queue);
 	ExecDropSingleTupleTableSlot(slot);
-	CloseStateRelations(heap, index);
+	CloseStateRelations(&rels);
 	if (wrote)
 		CommandCounterIncrement();
 	return decision;
@@ -503,26 +717,25 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 bool
 ResetBucket(text *name, text *key)
 {
-	Relation heap;
-	Relation index;
-	OpenStateRelations(RowExclusiveLock, &heap, &index);
+	OpenRelations rels;
+	OpenStateRelations(RowExclusiveLock, &rels);
 
-	ScanKeyData keys[2];
-	InitBucketKeys(keys, name, key);
+	BucketLookup lookup;
+	InitLookup(&lookup, name, key);
 	SnapshotData dirty;
 	InitDirtySnapshot(dirty);
-	TupleTableSlot *slot = table_slot_create(heap, NULL);
+	TupleTableSlot *slot = table_slot_create(rels.heap, NULL);
 	bool deleted = false;
 
 	for (;;) {
-		if (!FindLatest(heap, index, keys, &dirty, slot, true))
+		if (!FindLatest(rels, &lookup, &dirty, slot, true, NULL))
 			break;
 		CommandId cid = GetCurrentCommandId(true);
-		if (!LockLatestVersion(heap, slot, &dirty, cid))
+		if (!LockLatestVersion(rels.heap, slot, &dirty, cid))
 			continue;
 		TM_FailureData tmfd;
 		TM_Result result =
-		    heap_delete(heap, &slot->tts_tid, cid, InvalidSnapshot, true, &tmfd, false);
+		    heap_delete(rels.heap, &slot->tts_tid, cid, InvalidSnapshot, true, &tmfd, false);
 		if (result != TM_Ok)
 			elog(ERROR, "could not delete locked rate limit bucket: result %d",
 			     static_cast<int>(result));
@@ -531,15 +744,11 @@ ResetBucket(text *name, text *key)
 	}
 
 	ExecDropSingleTupleTableSlot(slot);
-	CloseStateRelations(heap, index);
+	CloseStateRelations(&rels);
 	if (deleted)
 		CommandCounterIncrement();
 	return deleted;
 }
-
-} /* namespace ratelimit::pg */
-
-namespace ratelimit::pg {
 
 namespace {
 
@@ -552,13 +761,104 @@ CompareText(text *a, text *b)
 	return cmp != 0 ? cmp : (a_len > b_len) - (a_len < b_len);
 }
 
-/* What a multi-take knows of one row while it holds the locks. */
-struct LockedRow {
+/* What a multi-take knows of one row. */
+struct TakeRow {
+	BucketLookup lookup;
+	core::Bucket state;
 	bool exists;
 	ItemPointerData tid;
-	bool key_locked; /* absent: we hold its new-key lock */
-	LOCKTAG tag;
+	NewKeyLock new_key; /* absent: we hold its new-key lock */
 };
+
+/*
+ * Lock-free look at the latest committed version of every row, with one
+ * clock reading.  False (and every decision made) as soon as a grant would
+ * depend on an in-flight writer: the caller waits for it and looks again.
+ */
+bool
+LookAtAll(const OpenRelations &rels, BucketTake *takes, TakeRow *rows, int count, Snapshot dirty,
+          TupleTableSlot *slot, TransactionId *writer, ItemPointer writer_tid)
+{
+	TimestampTz now = ClockNow();
+	*writer = InvalidTransactionId;
+	for (int i = 0; i < count; i++) {
+		rows[i].exists = FindLatest(rels, &rows[i].lookup, dirty, slot, true, NULL);
+		rows[i].state = rows[i].exists ? ReadBucket(slot)
+		                               : NewBucket(takes[i].limit, takes[i].has_initial,
+		                                           takes[i].initial, now);
+		if (rows[i].exists && TransactionIdIsValid(dirty->xmax) &&
+		    !TransactionIdIsValid(*writer)) {
+			*writer = dirty->xmax;
+			*writer_tid = slot->tts_tid;
+		}
+	}
+	bool all_allowed = true;
+	for (int i = 0; i < count; i++) {
+		takes[i].decision = core::Decide(rows[i].state, takes[i].limit, takes[i].request, now);
+		all_allowed = all_allowed && takes[i].decision.allowed;
+	}
+	ExecClearTuple(slot);
+	return all_allowed;
+}
+
+/*
+ * With every row locked in canonical order, decides on what is locked (one
+ * clock reading after the waits) and writes every grant.  Runs inside the
+ * caller's subtransaction; returns whether all were granted.
+ */
+bool
+LockAndTakeAll(const OpenRelations &rels, BucketTake *takes, TakeRow *rows, int count,
+               Snapshot dirty, TupleTableSlot *slot)
+{
+	CommandId cid = GetCurrentCommandId(true);
+	for (int i = 0; i < count; i++) {
+		for (;;) {
+			if (FindLatest(rels, &rows[i].lookup, dirty, slot, true, &rows[i].new_key)) {
+				if (!LockLatestVersion(rels.heap, slot, dirty, cid))
+					continue;
+				rows[i].exists = true;
+				rows[i].tid = slot->tts_tid;
+				rows[i].state = ReadBucket(slot);
+				break;
+			}
+			if (!rows[i].new_key.held) {
+				AcquireNewKeyLock(&rows[i].new_key, rows[i].lookup.hash);
+				continue; /* inserted meanwhile? look again */
+			}
+			rows[i].exists = false;
+			break;
+		}
+	}
+	ExecClearTuple(slot);
+
+	TimestampTz now = ClockNow();
+	bool all_allowed = true;
+	for (int i = 0; i < count; i++) {
+		if (!rows[i].exists)
+			rows[i].state =
+			    NewBucket(takes[i].limit, takes[i].has_initial, takes[i].initial, now);
+		takes[i].decision = core::Decide(rows[i].state, takes[i].limit, takes[i].request, now);
+		all_allowed = all_allowed && takes[i].decision.allowed;
+	}
+	if (all_allowed) {
+		for (int i = 0; i < count; i++) {
+			if (!takes[i].decision.write)
+				continue;
+			if (!rows[i].exists) {
+				InsertBucket(rels, rows[i].lookup, takes[i].decision.next);
+				continue;
+			}
+			/* The row is locked by this subtransaction: the update cannot
+			 * find another writer. */
+			if (UpdateBucket(rels, rows[i].lookup, &rows[i].tid, cid, takes[i].decision.next) !=
+			    TM_Ok)
+				elog(ERROR, "could not update locked rate limit bucket");
+		}
+	}
+	for (int i = 0; i < count; i++)
+		ReleaseNewKeyLock(&rows[i].new_key);
+	return all_allowed;
+}
 
 } /* namespace */
 
@@ -574,95 +874,88 @@ TakeOrder(const void *a, const void *b)
 bool
 TakeAll(BucketTake *takes, int count)
 {
-	Relation heap;
-	Relation index;
-	OpenStateRelations(RowExclusiveLock, &heap, &index);
-	TupleTableSlot *slot = table_slot_create(heap, NULL);
+	if (count == 1) {
+		/* One bucket: the single take's protocol, without a subtransaction. */
+		Operation take{Operation::kTake, takes[0].request, 0.0, takes[0].has_initial,
+		               takes[0].initial};
+		takes[0].decision = DecideBucket(takes[0].name, takes[0].key, takes[0].limit, take);
+		return takes[0].decision.allowed;
+	}
+
+	OpenRelations rels;
+	OpenStateRelations(RowExclusiveLock, &rels);
+	TupleTableSlot *slot = table_slot_create(rels.heap, NULL);
 	SnapshotData dirty;
 	InitDirtySnapshot(dirty);
-	ScanKeyData keys[2];
-	bool all_allowed = true;
+	TakeRow *rows = static_cast<TakeRow *>(palloc0(sizeof(TakeRow) * count));
+	for (int i = 0; i < count; i++)
+		InitLookup(&rows[i].lookup, takes[i].name, takes[i].key);
 
-	/* First a lock-free look at the latest committed versions: if any
-	 * bucket denies, the whole call is denied and nothing is locked. */
-	TimestampTz now = ClockNow();
-	core::Bucket *states = static_cast<core::Bucket *>(palloc(sizeof(core::Bucket) * count));
-	for (int i = 0; i < count; i++) {
-		InitBucketKeys(keys, takes[i].name, takes[i].key);
-		states[i] = FindLatest(heap, index, keys, &dirty, slot, true)
-		                ? ReadBucket(slot)
-		                : NewBucket(takes[i].limit, takes[i].has_initial, takes[i].initial, now);
-		takes[i].decision = core::Decide(states[i], takes[i].limit, takes[i].request, now);
-		if (!takes[i].decision.allowed)
-			all_allowed = false;
-	}
+	/* Until the latest committed versions deny, or grant with no writer in
+	 * flight: wait for such a writer, queued and holding no row.  The place
+	 * in the queue is kept until the rows are locked, so waiters are served
+	 * in turn. */
+	TupleQueue queue = {false, {}};
+	TransactionId writer;
+	ItemPointerData writer_tid;
+	bool all_allowed;
+	while ((all_allowed = LookAtAll(rels, takes, rows, count, &dirty, slot, &writer, &writer_tid)) &&
+	       TransactionIdIsValid(writer))
+		WaitForWriter(rels.heap, &queue, &writer_tid, writer);
 
 	bool wrote = false;
-	LockedRow *rows = static_cast<LockedRow *>(palloc0(sizeof(LockedRow) * count));
 	if (all_allowed) {
-		/* Lock every row in canonical order, waiting for writers. */
-		CommandId cid = GetCurrentCommandId(true);
-		for (int i = 0; i < count; i++) {
-			InitBucketKeys(keys, takes[i].name, takes[i].key);
-			for (;;) {
-				if (FindLatest(heap, index, keys, &dirty, slot, true)) {
-					if (!LockLatestVersion(heap, slot, &dirty, cid))
-						continue;
-					rows[i].exists = true;
-					rows[i].tid = slot->tts_tid;
-					states[i] = ReadBucket(slot);
-					break;
-				}
-				if (!rows[i].key_locked) {
-					SetNewKeyLockTag(&rows[i].tag, takes[i].name, takes[i].key);
-					(void)LockAcquire(&rows[i].tag, ExclusiveLock, false, false);
-					rows[i].key_locked = true;
-					continue; /* inserted meanwhile? look again */
-				}
-				rows[i].exists = false;
-				break;
-			}
+		/* Lock and write in a subtransaction, so that a denial found only
+		 * once the rows are locked takes its locks back. */
+		MemoryContext context = CurrentMemoryContext;
+		ResourceOwner owner = CurrentResourceOwner;
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(context);
+		PG_TRY();
+		{
+			all_allowed = LockAndTakeAll(rels, takes, rows, count, &dirty, slot);
 		}
-
-		/* Decide on what is locked, with one clock reading after the waits. */
-		now = ClockNow();
-		for (int i = 0; i < count; i++) {
-			if (!rows[i].exists)
-				states[i] = NewBucket(takes[i].limit, takes[i].has_initial, takes[i].initial, now);
-			takes[i].decision = core::Decide(states[i], takes[i].limit, takes[i].request, now);
-			if (!takes[i].decision.allowed)
-				all_allowed = false;
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(context);
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(context);
+			CurrentResourceOwner = owner;
+			PG_RE_THROW();
 		}
-		if (all_allowed) {
-			for (int i = 0; i < count; i++) {
-				if (!takes[i].decision.write)
-					continue;
-				if (rows[i].exists)
-					(void)UpdateBucket(heap, index, &rows[i].tid, cid, true, takes[i].name,
-					                   takes[i].key, takes[i].decision.next);
-				else
-					InsertBucket(heap, index, takes[i].name, takes[i].key, takes[i].decision.next);
-				wrote = true;
-			}
-		}
-		for (int i = 0; i < count; i++)
-			if (rows[i].key_locked)
-				LockRelease(&rows[i].tag, ExclusiveLock, false);
+		PG_END_TRY();
+		if (all_allowed)
+			ReleaseCurrentSubTransaction();
+		else
+			RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(context);
+		CurrentResourceOwner = owner;
+		wrote = all_allowed;
 	}
+	LeaveTupleQueue(rels.heap, &queue);
 
-	/* Denied: nothing was taken, so every bucket reports what it holds. */
 	if (!all_allowed) {
+		/* Nothing was taken, so every bucket reports what it holds. */
+		TimestampTz now = ClockNow();
 		const core::Request look{0.0, false, false, 0.0};
 		for (int i = 0; i < count; i++)
 			if (takes[i].decision.allowed)
-				takes[i].decision = core::Decide(states[i], takes[i].limit, look, now);
+				takes[i].decision = core::Decide(rows[i].state, takes[i].limit, look, now);
 	}
-	pfree(rows);
-	pfree(states);
 	ExecDropSingleTupleTableSlot(slot);
-	CloseStateRelations(heap, index);
+	CloseStateRelations(&rels);
 	if (wrote)
 		CommandCounterIncrement();
+
+	/* A denied key never seen before still starts earning now. */
+	if (!all_allowed)
+		for (int i = 0; i < count; i++) {
+			Operation record{Operation::kRecordNew, takes[i].request, 0.0, takes[i].has_initial,
+			                 takes[i].initial};
+			if (!rows[i].exists && StartsBelowFull(record, takes[i].limit))
+				(void)DecideBucket(takes[i].name, takes[i].key, takes[i].limit, record);
+		}
+	pfree(rows);
 	return all_allowed;
 }
 

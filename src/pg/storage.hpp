@@ -17,16 +17,22 @@ namespace ratelimit::pg {
 /* What a call does to a bucket. */
 struct Operation {
 	enum Kind {
-		kCheck,  /* decide `request` only: never locks, never writes */
-		kTake,   /* decide `request` and store what it consumes */
-		kRefund, /* give `amount` tokens back (capped at burst) and store it */
-		kPeek    /* like kCheck, but never waits for an in-flight writer */
+		kCheck,    /* decide `request` only: never locks, never writes */
+		kTake,     /* decide `request` and store what it consumes */
+		kRefund,   /* give `amount` tokens back (capped at burst) and store it */
+		kPeek,     /* like kCheck, but never waits for an in-flight writer */
+		kRecordNew /* store a key never seen before at its starting balance;
+		              leave an existing row alone, without waiting */
 	} kind;
 	core::Request request; /* kCheck, kTake */
 	double amount;         /* kRefund */
 	bool has_initial;      /* a new key starts with `initial` tokens, not burst */
 	double initial;
 };
+
+/* True if a key never seen under `operation` starts below a full bucket: its
+ * first sighting must then be stored, or it would never start earning. */
+bool StartsBelowFull(const Operation &operation, const core::Limit &limit);
 
 /* A 64-bit hash of bucket (name, key); each use passes its own seed. */
 uint64 BucketHash(text *name, text *key, uint64 seed);
@@ -38,7 +44,9 @@ Oid StateRelationOid(const char *relname);
 void RegisterStorageCallbacks();
 
 /* Applies `operation` to the latest committed state of (name, key); a take or
- * refund stores its result in the caller's transaction. */
+ * refund stores its result in the caller's transaction.  A denial leaves no
+ * lock and writes nothing, except that a take of a key never seen before
+ * records it when it starts below a full bucket (StartsBelowFull). */
 core::Decision DecideBucket(text *name, text *key, const core::Limit &limit,
                             const Operation &operation);
 
@@ -57,7 +65,9 @@ struct BucketTake {
  * transaction.  `takes` must be sorted by TakeOrder and free of duplicates:
  * rows are locked in that order, so overlapping calls cannot deadlock.
  * Returns whether all were granted; each decision says how that bucket
- * stands (after the take if granted, as it is otherwise). */
+ * stands (after the take if granted, as it is otherwise).  A denial leaves
+ * no lock and no new version behind (keys never seen that start below a full
+ * bucket are recorded, as for a single take). */
 bool TakeAll(BucketTake *takes, int count);
 
 /* The canonical order of buckets: name, then key, bytewise (qsort style). */

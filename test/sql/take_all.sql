@@ -31,10 +31,12 @@ SELECT allowed, remaining, binding_name FROM rate_limit_take_all(ARRAY['all-req'
 SELECT pg_temp.error_of($$SELECT rate_limit_take_all(ARRAY['all-req', 'all-req'], ARRAY['c4', 'c4'], ARRAY[2, 2])$$);
 
 -- New keys start at the policy's initial balance, and all-or-nothing holds
--- for them too: a denial inserts nothing.
+-- for them too: a denial takes nothing.  It records only the first sighting
+-- of the key that starts below a full bucket (at its initial balance, so it
+-- starts earning); the key that starts full gets no row.
 SELECT rate_limit_define('all-trial', 1, '1 second', 10, initial => 1);
 SELECT allowed, binding_name FROM rate_limit_take_all(ARRAY['all-req', 'all-trial'], ARRAY['new', 'new'], ARRAY[1, 2]);
-SELECT count(*) FROM ratelimit.buckets WHERE key = 'new';
+SELECT name, tokens FROM ratelimit.buckets WHERE key = 'new' ORDER BY name;
 SELECT allowed, remaining FROM rate_limit_take_all(ARRAY['all-req', 'all-trial'], ARRAY['new', 'new'], ARRAY[1, 1]);
 
 -- Transactional: ROLLBACK refunds every bucket.
