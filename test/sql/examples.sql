@@ -16,21 +16,46 @@ SELECT a.user_id, d.allowed, d.remaining, d.retry_after
   FROM accounts AS a, LATERAL rate_limit_take(a.tier, 'user:' || a.user_id, 10) AS d
  ORDER BY a.user_id;
 
--- Example 2: failed logins, forgiven on success.  Five failures per 15
--- minutes per account; a successful login resets the counter.
+-- Example 2: failed logins.  Five failures per 15 minutes per account; take
+-- before verifying the password, keep the take only if it was wrong.
 SELECT rate_limit_define('login-failures', 5, '15 minutes');
--- before checking the password:
-SELECT allowed FROM rate_limit_check('login-failures', 'alice@example.com');
--- after each wrong password (five of them):
-SELECT allowed, remaining FROM rate_limit_take('login-failures', 'alice@example.com');
-SELECT allowed, remaining FROM rate_limit_take('login-failures', 'alice@example.com');
-SELECT allowed, remaining FROM rate_limit_take('login-failures', 'alice@example.com');
-SELECT allowed, remaining FROM rate_limit_take('login-failures', 'alice@example.com');
-SELECT allowed, remaining FROM rate_limit_take('login-failures', 'alice@example.com');
-SELECT allowed, retry_after FROM rate_limit_check('login-failures', 'alice@example.com');
--- after a right password (a role granted EXECUTE on rate_limit_reset):
-SELECT rate_limit_reset('login-failures', 'alice@example.com');
-SELECT allowed, remaining FROM rate_limit_check('login-failures', 'alice@example.com');
+-- a wrong password: the failure counts
+BEGIN;
+SELECT allowed, retry_after FROM rate_limit_take('login-failures', 'alice@example.com');
+COMMIT;
+-- a right password: a success is not a failure
+BEGIN;
+SELECT allowed, retry_after FROM rate_limit_take('login-failures', 'alice@example.com');
+ROLLBACK;
+-- a right password, when the login commits other work on success
+CREATE TEMP TABLE sessions (account text NOT NULL);
+BEGIN;
+SAVEPOINT attempt;
+SELECT allowed, retry_after FROM rate_limit_take('login-failures', 'alice@example.com');
+ROLLBACK TO SAVEPOINT attempt;
+INSERT INTO sessions VALUES ('alice@example.com');
+COMMIT;
+SELECT count(*) AS sessions FROM sessions;
+-- only the failure was counted (cost 0: look without taking)
+SELECT remaining FROM rate_limit_check('login-failures', 'alice@example.com', 0);
+-- four more wrong passwords, each in a login transaction of its own
+DO $$
+BEGIN
+    FOR attempt IN 1 .. 4 LOOP
+        PERFORM rate_limit_take('login-failures', 'alice@example.com');
+        COMMIT;
+    END LOOP;
+END
+$$;
+SELECT remaining FROM rate_limit_check('login-failures', 'alice@example.com', 0);
+-- the next attempt is refused, whatever the password, for retry_after seconds
+BEGIN;
+SELECT allowed, retry_after FROM rate_limit_take('login-failures', 'alice@example.com');
+ROLLBACK;
+SET ratelimit.fixed_clock = 1180;   -- 180 s later, one failure has expired
+BEGIN;
+SELECT allowed, retry_after FROM rate_limit_take('login-failures', 'alice@example.com');
+ROLLBACK;
 
 -- Example 3: an LLM token budget of 100,000 tokens an hour, at most 20,000
 -- at once: reserve the worst case before the call, refund what it did not use.
