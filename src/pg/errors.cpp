@@ -139,8 +139,10 @@ ReportParallelMode(const char *function)
 {
 	ereport(ERROR, (errcode(ERRCODE_INVALID_TRANSACTION_STATE),
 	                errmsg("cannot execute %s() during a parallel operation", function),
-	                errdetail("Parallel workers cannot write the bucket's state."),
-	                errhint("Call it outside a parallel query.")));
+	                errdetail("%s() writes the bucket's state, which cannot be done in parallel "
+	                          "mode.",
+	                          function),
+	                errhint("Mark the function that calls it PARALLEL UNSAFE.")));
 	pg_unreachable();
 }
 
