@@ -43,15 +43,23 @@ COMMENT ON TABLE ratelimit.policies IS
 SELECT pg_catalog.pg_extension_config_dump('ratelimit.policies', '');
 
 -- Every backend caches policies; a change invalidates the caches when it
--- commits.
+-- commits, whoever makes it: the triggers fire ALWAYS (also under
+-- session_replication_role = replica), and for each row, as the logical
+-- replication apply worker fires row triggers only.  While they are not
+-- both there and ENABLE ALWAYS, the limiter caches nothing.
 CREATE FUNCTION ratelimit.policies_changed() RETURNS trigger
 AS 'MODULE_PATHNAME', 'rate_limit_policies_changed'
 LANGUAGE C;
 COMMENT ON FUNCTION ratelimit.policies_changed() IS
     'invalidates every backend''s cache of rate limit policies when a change commits';
 CREATE TRIGGER policies_changed
-    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ratelimit.policies
+    AFTER INSERT OR UPDATE OR DELETE ON ratelimit.policies
+    FOR EACH ROW EXECUTE FUNCTION ratelimit.policies_changed();
+CREATE TRIGGER policies_truncated
+    AFTER TRUNCATE ON ratelimit.policies
     FOR EACH STATEMENT EXECUTE FUNCTION ratelimit.policies_changed();
+ALTER TABLE ratelimit.policies ENABLE ALWAYS TRIGGER policies_changed;
+ALTER TABLE ratelimit.policies ENABLE ALWAYS TRIGGER policies_truncated;
 
 CREATE FUNCTION @extschema@.rate_limit_define(
     name    text,

@@ -139,8 +139,10 @@ ReportParallelMode(const char *function)
 {
 	ereport(ERROR, (errcode(ERRCODE_INVALID_TRANSACTION_STATE),
 	                errmsg("cannot execute %s() during a parallel operation", function),
-	                errdetail("Parallel workers cannot write the bucket's state."),
-	                errhint("Call it outside a parallel query.")));
+	                errdetail("%s() writes the bucket's state, which cannot be done in parallel "
+	                          "mode.",
+	                          function),
+	                errhint("Mark the function that calls it PARALLEL UNSAFE.")));
 	pg_unreachable();
 }
 
@@ -215,8 +217,17 @@ ReportMergedCostExceedsBurst(const char *name, const char *key, double burst)
 }
 
 void
-ReportUndefinedPolicy(const char *name)
+ReportUndefinedPolicy(const char *name, bool table_exists)
 {
+	if (!table_exists)
+		ereport(ERROR,
+		        (errcode(ERRCODE_UNDEFINED_OBJECT),
+		         errmsg("rate limit policy \"%s\" does not exist", name),
+		         errdetail("This database has no table ratelimit.policies, where policies are "
+		                   "kept."),
+		         errhint("Policies arrive with version 0.2.0 of the extension: run ALTER EXTENSION "
+		                 "ratelimit UPDATE. If the table was renamed or moved, give it back its "
+		                 "name.")));
 	ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
 	                errmsg("rate limit policy \"%s\" does not exist", name),
 	                errdetail("A call without rate and burst takes them from a policy defined "
@@ -239,24 +250,160 @@ ReportInvalidAmount(double amount)
 void
 ReportStateTableMissing(const char *table)
 {
+	ereport(ERROR,
+	        (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+	         errmsg("table ratelimit.%s does not exist", table),
+	         errdetail("The limiter keeps its state in the table ratelimit.%s, which was not found "
+	                   "in this database.",
+	                   table),
+	         errhint("If the table was renamed or moved, give it back its name. Otherwise, as a "
+	                 "last resort that keeps the policies: copy ratelimit.policies to a table of "
+	                 "your own, run DROP EXTENSION ratelimit; CREATE EXTENSION ratelimit; and "
+	                 "insert the policies back; every bucket then starts full.")));
+	pg_unreachable();
+}
+
+namespace {
+
+/* Detail and hint for a change to table ratelimit.`table`. */
+void
+DescribeTableChange(const char *table, TableChange change, const char *object, Oid type,
+                    const char **detail, const char **hint)
+{
+	const char *bypassed = "the limiter reads and writes the table directly, bypassing it";
+	const char *id = object != NULL ? quote_identifier(object) : "";
+	const char *type_name = OidIsValid(type) ? format_type_be(type) : "";
+	switch (change) {
+	case TableChange::kNotPlainTable:
+		*detail = psprintf("The table ratelimit.%s is no longer an ordinary heap table.", table);
+		*hint = "If another relation has taken its name, rename that relation and give the table "
+		        "back its name; otherwise give the table back its heap storage.";
+		return;
+	case TableChange::kTrigger:
+		*detail = psprintf("The table ratelimit.%s has trigger %s, and %s.", table, id, bypassed);
+		*hint = psprintf("Drop the trigger: DROP TRIGGER %s ON ratelimit.%s;", id, table);
+		return;
+	case TableChange::kRowSecurity:
+		*detail = psprintf("The table ratelimit.%s has row-level security enabled, and %s.", table,
+		                   bypassed);
+		*hint = psprintf("Disable it: ALTER TABLE ratelimit.%s DISABLE ROW LEVEL SECURITY;", table);
+		return;
+	case TableChange::kCheckConstraint:
+		*detail = psprintf("The table ratelimit.%s has check constraint %s, and %s.", table, id,
+		                   bypassed);
+		*hint = psprintf("Drop the constraint: ALTER TABLE ratelimit.%s DROP CONSTRAINT %s;", table,
+		                 id);
+		return;
+	case TableChange::kColumns:
+		*detail = psprintf("The table ratelimit.%s has columns added, dropped or changed, and the "
+		                   "limiter reads its columns by position.",
+		                   table);
+		*hint = "Give the table back exactly the columns the extension created: name text "
+		        "COLLATE \"C\", key text COLLATE \"C\", tokens double precision and last_refill "
+		        "timestamp with time zone, in that order, all NOT NULL. Bucket state may be "
+		        "emptied to do so (TRUNCATE): every bucket then starts full.";
+		return;
+	case TableChange::kIndexes:
+		*detail = psprintf("The table ratelimit.%s has indexes other than its primary key and "
+		                   "copies of it, and the limiter, which writes the table directly, "
+		                   "maintains only those.",
+		                   table);
+		*hint = "Drop the indexes added to it.";
+		return;
+	case TableChange::kPrimaryKey:
+		*detail = psprintf("The primary key of table ratelimit.%s has been changed or dropped, and "
+		                   "the limiter finds rows through it.",
+		                   table);
+		*hint = strcmp(table, "buckets") == 0
+		            ? "Drop any index that replaced it, then restore it: ALTER TABLE "
+		              "ratelimit.buckets ADD CONSTRAINT buckets_pkey PRIMARY KEY (name, key);"
+		            : "Drop any index that replaced it, then restore it: ALTER TABLE "
+		              "ratelimit.policies ADD CONSTRAINT policies_pkey PRIMARY KEY (name);";
+		return;
+	case TableChange::kColumnMissing:
+		*detail = psprintf("The table ratelimit.%s has no column %s of type %s, which the limiter "
+		                   "reads.",
+		                   table, id, type_name);
+		*hint = "Add the column back as the extension's script ratelimit--0.1.0--0.2.0.sql "
+		        "defines it, or give it back its name.";
+		return;
+	case TableChange::kColumnType:
+		*detail = psprintf("The column %s of table ratelimit.%s is not of type %s, which the "
+		                   "limiter reads.",
+		                   id, table, type_name);
+		*hint = psprintf("Restore its type: ALTER TABLE ratelimit.%s ALTER COLUMN %s TYPE %s;",
+		                 table, id, type_name);
+		return;
+	case TableChange::kNullValue:
+		*detail = psprintf("A row of table ratelimit.%s has no value in column %s, which the "
+		                   "limiter needs.",
+		                   table, id);
+		*hint = psprintf("Redefine that policy with rate_limit_define(), and restore the "
+		                 "constraint: ALTER TABLE ratelimit.%s ALTER COLUMN %s SET NOT NULL;",
+		                 table, id);
+		return;
+	case TableChange::kBadValue:
+		*detail = psprintf("A row of table ratelimit.%s has a value in column %s that the limiter "
+		                   "cannot use.",
+		                   table, id);
+		*hint = "Redefine that policy with rate_limit_define().";
+		return;
+	}
+	*detail = psprintf("The table ratelimit.%s has been changed.", table);
+	*hint = "Undo the change.";
+}
+
+} /* namespace */
+
+void
+ReportStateTableAltered(const char *table, TableChange change, const char *object, Oid type)
+{
+	const char *detail;
+	const char *hint;
+	DescribeTableChange(table, change, object, type, &detail, &hint);
 	ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-	                errmsg("ratelimit state table does not exist"),
-	                errdetail("The table ratelimit.%s was not found in this database.", table),
-	                errhint("Reinstall the extension: DROP EXTENSION ratelimit; CREATE "
-	                        "EXTENSION ratelimit;")));
+	                errmsg("table ratelimit.%s has been altered", table), errdetail("%s", detail),
+	                errhint("%s", hint)));
 	pg_unreachable();
 }
 
 void
-ReportStateTableAltered(const char *why)
+ReportResultTypeAltered(Oid type_id, const char *attribute, Oid found_type,
+                        const ResultColumn *columns, int count, int position)
 {
-	ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-	                errmsg("ratelimit state table has been altered"),
-	                errdetail("The table ratelimit.buckets %s, and the limiter writes it "
-	                          "directly, bypassing such features.",
-	                          why),
-	                errhint("Reinstall the extension: DROP EXTENSION ratelimit; CREATE "
-	                        "EXTENSION ratelimit;")));
+	const char *type_name = format_type_be(type_id);
+	StringInfoData expected;
+	initStringInfo(&expected);
+	for (int i = 0; i < count; i++)
+		appendStringInfo(&expected, "%s%s %s", i == 0 ? "" : ", ", columns[i].name,
+		                 format_type_be(columns[i].type));
+
+	if (attribute != NULL && position < 0)
+		ereport(ERROR,
+		        (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+		         errmsg("type %s has been altered", type_name),
+		         errdetail("Attribute %s of type %s is one the functions do not return; they "
+		                   "return %s.",
+		                   quote_identifier(attribute), type_name, expected.data),
+		         errhint("Drop it: ALTER TYPE %s DROP ATTRIBUTE %s;", type_name,
+		                 quote_identifier(attribute))));
+	if (attribute != NULL && strcmp(attribute, columns[position].name) == 0)
+		ereport(ERROR,
+		        (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+		         errmsg("type %s has been altered", type_name),
+		         errdetail("Attribute %s of type %s is of type %s; the functions return %s there.",
+		                   quote_identifier(attribute), type_name, format_type_be(found_type),
+		                   format_type_be(columns[position].type)),
+		         errhint("Restore its type: ALTER TYPE %s ALTER ATTRIBUTE %s TYPE %s;", type_name,
+		                 quote_identifier(attribute), format_type_be(columns[position].type))));
+	ereport(ERROR,
+	        (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+	         errmsg("type %s has been altered", type_name),
+	         errdetail("The attributes of type %s are not those the functions return: %s.",
+	                   type_name, expected.data),
+	         errhint("Restore them in this order. ALTER TYPE ... ADD ATTRIBUTE adds at the end: "
+	                 "drop the attributes that must follow a missing one, then add them back "
+	                 "after it.")));
 	pg_unreachable();
 }
 

@@ -50,14 +50,45 @@ constexpr int kMaxKeyBytes = 1024;
  * burst (or float8). */
 [[noreturn]] void ReportMergedCostExceedsBurst(const char *name, const char *key, double burst);
 
-/* 42704: no policy of that name; 22023: a bad refund amount. */
-[[noreturn]] void ReportUndefinedPolicy(const char *name);
+/* 42704: no policy of that name (`table_exists`: ratelimit.policies exists);
+ * 22023: a bad refund amount. */
+[[noreturn]] void ReportUndefinedPolicy(const char *name, bool table_exists);
 [[noreturn]] void ReportInvalidAmount(double amount);
 
-/* 55000: a table of the extension (`table`, in schema ratelimit) is missing or no longer has the
- * expected shape. */
+/* What a check of a table of the extension found changed.  `object`, where
+ * given, names what was found: a trigger, a constraint, a column. */
+enum class TableChange {
+	kNotPlainTable,   /* no longer an ordinary heap table */
+	kTrigger,         /* has trigger `object` */
+	kRowSecurity,     /* has row-level security enabled */
+	kCheckConstraint, /* has check constraint `object` */
+	kColumns,         /* columns added, dropped or changed (read by position) */
+	kIndexes,         /* indexes besides the primary key */
+	kPrimaryKey,      /* primary key changed or gone */
+	kColumnMissing,   /* no column `object` (of type `type`) */
+	kColumnType,      /* column `object` is not of type `type` */
+	kNullValue,       /* a row has NULL in column `object` */
+	kBadValue,        /* a row has an impossible value in column `object` */
+};
+
+/* 55000: table ratelimit.`table` is missing, or was changed in a way the
+ * limiter cannot work with; the hint says how to undo it. */
 [[noreturn]] void ReportStateTableMissing(const char *table);
-[[noreturn]] void ReportStateTableAltered(const char *why);
+[[noreturn]] void ReportStateTableAltered(const char *table, TableChange change,
+                                          const char *object = NULL, Oid type = InvalidOid);
+
+/* A column of a result row type, as the extension creates it. */
+struct ResultColumn {
+	const char *name;
+	Oid type;
+};
+
+/* 55000: result row type `type_id` no longer has the attributes `columns`:
+ * attribute `attribute` (of type `found_type`) is where the column at
+ * `position` belongs, or is one too many (position -1); or (attribute NULL)
+ * only `position` of them remain. */
+[[noreturn]] void ReportResultTypeAltered(Oid type_id, const char *attribute, Oid found_type,
+                                          const ResultColumn *columns, int count, int position);
 
 } /* namespace ratelimit::pg */
 

@@ -153,22 +153,101 @@ RequireWritable(const char *function)
 		ReportParallelMode(function);
 }
 
-/* The result row's descriptor, looked up once per call site. */
-TupleDesc
-ResultDescriptor(FunctionCallInfo fcinfo, int columns = kResultColumns)
+constexpr ResultColumn kDecisionColumns[kResultColumns] = {{"allowed", BOOLOID},
+                                                           {"remaining", FLOAT8OID},
+                                                           {"retry_after", FLOAT8OID},
+                                                           {"reset_after", FLOAT8OID},
+                                                           {"capacity", FLOAT8OID}};
+constexpr int kAllResultColumns = 5;
+constexpr ResultColumn kAllDecisionColumns[kAllResultColumns] = {{"allowed", BOOLOID},
+                                                                 {"retry_after", FLOAT8OID},
+                                                                 {"binding_name", TEXTOID},
+                                                                 {"binding_key", TEXTOID},
+                                                                 {"remaining", FLOAT8ARRAYOID}};
+constexpr int kMaxResultColumns = 5;
+
+/* A call site's result row type: a copy of its descriptor, the type cache's
+ * identifier of the descriptor it was checked on, and the attribute that
+ * holds each column (the type may contain dropped attributes). */
+struct ResultType {
+	TupleDesc desc;
+	uint64 identifier;
+	int attribute[kMaxResultColumns];
+};
+
+/*
+ * The result row type of the function, checked against `columns` (its owner
+ * can ALTER TYPE it) and cached per call site.  A cached one is used only
+ * while the type cache still holds the descriptor it was checked on: an
+ * ALTER TYPE replaces that descriptor even for a call site that lives on,
+ * such as a PL/pgSQL expression evaluated again in the same transaction.
+ */
+const ResultType *
+ResultDescriptor(FunctionCallInfo fcinfo, const ResultColumn *columns = kDecisionColumns,
+                 int count = kResultColumns)
 {
-	if (fcinfo->flinfo->fn_extra == NULL) {
-		TupleDesc desc;
-		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE ||
-		    desc->natts != columns)
-			elog(ERROR, "rate limit function returns an unexpected row type");
-		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
-		desc = CreateTupleDescCopy(desc);
-		BlessTupleDesc(desc);
-		MemoryContextSwitchTo(old);
-		fcinfo->flinfo->fn_extra = desc;
+	ResultType *cached = static_cast<ResultType *>(fcinfo->flinfo->fn_extra);
+	if (cached != NULL &&
+	    lookup_type_cache(cached->desc->tdtypeid, TYPECACHE_TUPDESC)->tupDesc_identifier ==
+	        cached->identifier)
+		return cached;
+
+	Oid type_id;
+	if (get_call_result_type(fcinfo, &type_id, NULL) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "rate limit function does not return a composite type");
+	TypeCacheEntry *entry = lookup_type_cache(type_id, TYPECACHE_TUPDESC);
+	TupleDesc desc = entry->tupDesc;
+	int attribute[kMaxResultColumns];
+	int found = 0;
+	for (int i = 0; i < desc->natts; i++) {
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		if (att->attisdropped)
+			continue;
+		if (found == count)
+			ReportResultTypeAltered(type_id, NameStr(att->attname), att->atttypid, columns, count,
+			                        -1);
+		if (att->atttypid != columns[found].type)
+			ReportResultTypeAltered(type_id, NameStr(att->attname), att->atttypid, columns, count,
+			                        found);
+		attribute[found++] = i;
 	}
-	return static_cast<TupleDesc>(fcinfo->flinfo->fn_extra);
+	if (found != count)
+		ReportResultTypeAltered(type_id, NULL, InvalidOid, columns, count, found);
+
+	if (cached == NULL)
+		cached = static_cast<ResultType *>(
+		    MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ResultType)));
+	else
+		FreeTupleDesc(cached->desc);
+	MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+	cached->desc = CreateTupleDescCopy(desc);
+	MemoryContextSwitchTo(old);
+	cached->identifier = entry->tupDesc_identifier;
+	memcpy(cached->attribute, attribute, sizeof(attribute));
+	fcinfo->flinfo->fn_extra = cached;
+	return cached;
+}
+
+/* The result row of `values` (one per column, none NULL). */
+Datum
+ResultRow(FunctionCallInfo fcinfo, Datum *values, const ResultColumn *columns = kDecisionColumns,
+          int count = kResultColumns)
+{
+	const ResultType *type = ResultDescriptor(fcinfo, columns, count);
+	int natts = type->desc->natts;
+	if (natts == count) {
+		bool nulls[kMaxResultColumns] = {};
+		return HeapTupleGetDatum(heap_form_tuple(type->desc, values, nulls));
+	}
+	/* Dropped attributes in between: NULL there. */
+	Datum *row = static_cast<Datum *>(palloc0(sizeof(Datum) * natts));
+	bool *nulls = static_cast<bool *>(palloc(sizeof(bool) * natts));
+	memset(nulls, true, sizeof(bool) * natts);
+	for (int i = 0; i < count; i++) {
+		row[type->attribute[i]] = values[i];
+		nulls[type->attribute[i]] = false;
+	}
+	return HeapTupleGetDatum(heap_form_tuple(type->desc, row, nulls));
 }
 
 Datum
@@ -178,8 +257,7 @@ DecisionDatum(FunctionCallInfo fcinfo, const core::Decision &decision, const cor
 	    BoolGetDatum(decision.allowed), Float8GetDatum(decision.remaining),
 	    Float8GetDatum(decision.retry_after), Float8GetDatum(decision.reset_after),
 	    Float8GetDatum(limit.burst)};
-	bool nulls[kResultColumns] = {false, false, false, false, false};
-	return HeapTupleGetDatum(heap_form_tuple(ResultDescriptor(fcinfo), values, nulls));
+	return ResultRow(fcinfo, values);
 }
 
 /* The row key of shard `shard` of bucket key `key`: the key, U+001F, the
@@ -388,7 +466,6 @@ PolicyDecision(FunctionCallInfo fcinfo, const char *function, Operation::Kind ki
 
 /* Most limits one rate_limit_take_all call takes: rows it locks at once. */
 constexpr int kMaxLimits = 64;
-constexpr int kAllResultColumns = 5;
 
 /* Elements of a one-dimensional array argument, none NULL. */
 int
@@ -527,7 +604,7 @@ rate_limit_refund_policy(PG_FUNCTION_ARGS)
 	return pg::DecisionDatum(fcinfo, decision, limit);
 }
 
-/* Statement-level trigger on ratelimit.policies: invalidate policy caches. */
+/* Trigger on ratelimit.policies (row or statement): invalidate policy caches. */
 Datum
 rate_limit_policies_changed(PG_FUNCTION_ARGS)
 {
@@ -638,12 +715,10 @@ rate_limit_take_all(PG_FUNCTION_ARGS)
 	Datum *remaining = static_cast<Datum *>(palloc(sizeof(Datum) * count));
 	for (int i = 0; i < count; i++)
 		remaining[i] = Float8GetDatum(takes[bucket_of[i]].decision.remaining);
-	TupleDesc desc = pg::ResultDescriptor(fcinfo, pg::kAllResultColumns);
 	Datum values[pg::kAllResultColumns] = {
 	    BoolGetDatum(allowed), Float8GetDatum(allowed ? 0.0 : bound.decision.retry_after),
 	    PointerGetDatum(bound.name), PointerGetDatum(bound.key),
 	    PointerGetDatum(
 	        construct_array(remaining, count, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE))};
-	bool nulls[pg::kAllResultColumns] = {false, false, false, false, false};
-	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+	return pg::ResultRow(fcinfo, values, pg::kAllDecisionColumns, pg::kAllResultColumns);
 }

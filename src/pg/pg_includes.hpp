@@ -24,6 +24,8 @@ extern "C" {
 #include "catalog/namespace.h"
 #include "catalog/pg_am_d.h"
 #include "catalog/pg_collation_d.h"
+#include "catalog/pg_proc_d.h"
+#include "catalog/pg_trigger_d.h"
 #include "catalog/pg_type_d.h"
 #include "commands/trigger.h"
 #include "common/hashfn.h"
@@ -48,7 +50,9 @@ extern "C" {
 #include "utils/rel.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 }
 
 #include "pg/compat.hpp"

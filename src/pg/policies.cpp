@@ -2,16 +2,27 @@
  * src/pg/policies.cpp
  *
  * The policy cache.  A backend-local hash table maps a policy name to its
- * limit.  A statement-level trigger on ratelimit.policies sends a relcache
- * invalidation for the table, which PostgreSQL delivers to every backend
- * when the changing transaction commits (and to the changing backend at its
- * next command); the callback only marks the cache stale, and the next
+ * limit, or to "not defined".  Triggers on ratelimit.policies send a
+ * relcache invalidation for the table, which PostgreSQL delivers to every
+ * backend when the changing transaction commits (and to the changing backend
+ * at its next command); the callback only marks the cache stale, and the next
  * lookup, which first accepts pending invalidations, starts afresh.  So a
  * policy change is used by every call that starts after it commits.
  *
+ * The triggers are ENABLE ALWAYS, and the one for INSERT, UPDATE and DELETE
+ * fires for each row, so that they also fire under session_replication_role
+ * = replica and in the logical replication apply worker (which fires row
+ * triggers only).  Disabling or enabling a trigger itself sends a relcache
+ * invalidation.  While the triggers are not all there and ENABLE ALWAYS
+ * (pg_restore --disable-triggers re-enables them as ordinary triggers),
+ * nothing is cached: every lookup reads the table.
+ *
  * A miss reads the row through the primary key with SnapshotSelf: the latest
  * committed definition, whatever the caller's snapshot, and no SSI predicate
- * lock (reading a policy never makes a SERIALIZABLE caller fail).
+ * lock (reading a policy never makes a SERIALIZABLE caller fail).  Columns
+ * are found by name and their types checked, so that a changed table raises
+ * 55000 rather than being misread.  A database without the table (an
+ * extension not yet updated to 0.2.0) has no policies.
  */
 #include "pg/policies.hpp"
 
@@ -25,28 +36,54 @@ namespace {
 constexpr const char *kPolicyTable = "policies";
 constexpr const char *kPolicyIndex = "policies_pkey";
 
-/* Columns of ratelimit.policies that the limiter reads. */
-constexpr AttrNumber kPolicyName = 1;
-constexpr AttrNumber kPolicyBurst = 4;
-constexpr AttrNumber kPolicyTokensPerSecond = 5;
-constexpr AttrNumber kPolicyInitial = 6;
-constexpr AttrNumber kPolicyJitter = 7;
-constexpr AttrNumber kPolicyFixedWindow = 8;
-constexpr AttrNumber kPolicyWindowUs = 10;
-constexpr AttrNumber kPolicyWindowStartUs = 11;
-constexpr AttrNumber kPolicyFloorPerSecond = 13;
-constexpr AttrNumber kPolicyShards = 14;
+/* Columns of ratelimit.policies that the limiter reads, found by name. */
+enum PolicyColumn {
+	kName,
+	kBurst,
+	kTokensPerSecond,
+	kInitial,
+	kJitter,
+	kFixedWindow,
+	kWindowUs,
+	kWindowStartUs,
+	kFloorPerSecond,
+	kShards,
+	kPolicyColumns
+};
+
+struct ColumnSpec {
+	const char *name;
+	Oid type;
+	bool nullable;
+};
+
+constexpr ColumnSpec kColumns[kPolicyColumns] = {{"name", TEXTOID, false},
+                                                 {"burst", FLOAT8OID, false},
+                                                 {"tokens_per_second", FLOAT8OID, false},
+                                                 {"initial", FLOAT8OID, true},
+                                                 {"jitter", FLOAT8OID, false},
+                                                 {"fixed_window", BOOLOID, false},
+                                                 {"window_us", INT8OID, false},
+                                                 {"window_start_us", INT8OID, true},
+                                                 {"floor_per_second", FLOAT8OID, false},
+                                                 {"shards", INT4OID, false}};
 
 /* Seed of the hash that spreads keys' windows, distinct from the others. */
 constexpr uint64 kWindowSeed = 0x77696E646F77ULL;
 
+/* Most names cached as not defined; then the cache starts afresh, so that
+ * calls with ever new names cannot grow it without bound. */
+constexpr long kMaxMisses = 1024;
+
 struct PolicyEntry {
 	char name[kMaxNameBytes + 1]; /* hash key: the policy name */
-	Policy policy;
+	bool defined;
+	Policy policy; /* if defined */
 };
 
 HTAB *policy_cache = NULL;
 bool policy_cache_stale = true;
+long policy_cache_misses = 0;
 Oid policies_relid = InvalidOid;
 
 void
@@ -68,56 +105,129 @@ ResetPolicyCache()
 	ctl.hcxt = TopMemoryContext;
 	policy_cache =
 	    hash_create("ratelimit policies", 64, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	policy_cache_misses = 0;
 }
 
-/* Reads policy `name` from the table; false if it is not defined. */
-bool
-ReadPolicy(text *name, Policy *policy)
+/* The attribute numbers of the columns the limiter reads, by name. */
+void
+FindColumns(Relation rel, AttrNumber *attnums)
 {
+	TupleDesc desc = RelationGetDescr(rel);
+	for (int c = 0; c < kPolicyColumns; c++)
+		attnums[c] = InvalidAttrNumber;
+	for (int i = 0; i < desc->natts; i++) {
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		if (att->attisdropped)
+			continue;
+		for (int c = 0; c < kPolicyColumns; c++) {
+			if (strcmp(NameStr(att->attname), kColumns[c].name) != 0)
+				continue;
+			if (att->atttypid != kColumns[c].type)
+				ReportStateTableAltered(kPolicyTable, TableChange::kColumnType, kColumns[c].name,
+				                        kColumns[c].type);
+			attnums[c] = att->attnum;
+		}
+	}
+	for (int c = 0; c < kPolicyColumns; c++)
+		if (attnums[c] == InvalidAttrNumber)
+			ReportStateTableAltered(kPolicyTable, TableChange::kColumnMissing, kColumns[c].name,
+			                        kColumns[c].type);
+}
+
+/* The primary key must be a plain unique btree index on name alone. */
+void
+CheckPolicyIndex(Oid index_oid, Oid relid, AttrNumber name_attnum)
+{
+	if (!OidIsValid(index_oid))
+		ReportStateTableAltered(kPolicyTable, TableChange::kPrimaryKey);
+	Relation index = index_open(index_oid, AccessShareLock);
+	Form_pg_index form = index->rd_index;
+	bool ok = index->rd_rel->relam == BTREE_AM_OID && form->indrelid == relid &&
+	          form->indisunique && form->indisvalid && form->indnkeyatts == 1 &&
+	          form->indkey.values[0] == name_attnum &&
+	          index->rd_indcollation[0] == C_COLLATION_OID &&
+	          RelationGetIndexExpressions(index) == NIL && RelationGetIndexPredicate(index) == NIL;
+	index_close(index, AccessShareLock);
+	if (!ok)
+		ReportStateTableAltered(kPolicyTable, TableChange::kPrimaryKey);
+}
+
+/* Whether the triggers that invalidate policy caches fire for every change
+ * to `rel`, whoever makes it: INSERT, UPDATE and DELETE for each row and
+ * TRUNCATE, all ENABLE ALWAYS. */
+bool
+InvalidatedOnEveryChange(Relation rel)
+{
+	TriggerDesc *triggers = rel->trigdesc;
+	if (triggers == NULL)
+		return false;
+	/* ratelimit.policies_changed(), looked up without a privilege check. */
+	Oid function = GetSysCacheOid3(
+	    PROCNAMEARGSNSP, Anum_pg_proc_oid, CStringGetDatum("policies_changed"),
+	    PointerGetDatum(buildoidvector(NULL, 0)), ObjectIdGetDatum(RelationGetNamespace(rel)));
+	int16 row_events = 0;
+	bool on_truncate = false;
+	for (int i = 0; i < triggers->numtriggers; i++) {
+		const Trigger &trigger = triggers->triggers[i];
+		if (trigger.tgfoid != function || trigger.tgenabled != TRIGGER_FIRES_ALWAYS)
+			continue;
+		if (TRIGGER_FOR_ROW(trigger.tgtype))
+			row_events |=
+			    trigger.tgtype & (TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE);
+		else if (TRIGGER_FOR_TRUNCATE(trigger.tgtype))
+			on_truncate = true;
+	}
+	return on_truncate &&
+	       row_events == (TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE);
+}
+
+/* Reads policy `name` from the table into *policy; false if it is not
+ * defined.  *cacheable: whether a change to it would invalidate the cache. */
+bool
+ReadPolicy(text *name, Policy *policy, bool *cacheable)
+{
+	*cacheable = false;
 	Oid relid = StateRelationOid(kPolicyTable);
-	Oid index_oid = StateRelationOid(kPolicyIndex);
-	if (!OidIsValid(relid) || !OidIsValid(index_oid))
-		ReportStateTableMissing(kPolicyTable);
+	if (!OidIsValid(relid))
+		return false;
 	policies_relid = relid;
 
 	Relation rel = table_open(relid, AccessShareLock);
+	AttrNumber att[kPolicyColumns];
+	FindColumns(rel, att);
+	CheckPolicyIndex(StateRelationOid(kPolicyIndex), relid, att[kName]);
+	*cacheable = InvalidatedOnEveryChange(rel);
+
 	ScanKeyData key;
-	ScanKeyInit(&key, kPolicyName, BTEqualStrategyNumber, F_TEXTEQ, PointerGetDatum(name));
-	SysScanDesc scan = systable_beginscan(rel, index_oid, true, SnapshotSelf, 1, &key);
+	ScanKeyInit(&key, att[kName], BTEqualStrategyNumber, F_TEXTEQ, PointerGetDatum(name));
+	SysScanDesc scan =
+	    systable_beginscan(rel, StateRelationOid(kPolicyIndex), true, SnapshotSelf, 1, &key);
 	HeapTuple tuple = systable_getnext(scan);
 	bool found = HeapTupleIsValid(tuple);
 	if (found) {
 		TupleDesc desc = RelationGetDescr(rel);
-		bool burst_null, rate_null, initial_null, jitter_null;
-		Datum burst = heap_getattr(tuple, kPolicyBurst, desc, &burst_null);
-		Datum rate = heap_getattr(tuple, kPolicyTokensPerSecond, desc, &rate_null);
-		Datum initial = heap_getattr(tuple, kPolicyInitial, desc, &initial_null);
-		Datum jitter = heap_getattr(tuple, kPolicyJitter, desc, &jitter_null);
-		if (burst_null || rate_null || jitter_null)
-			ReportStateTableAltered("has a policy without rate, burst or jitter");
-		policy->limit.burst = DatumGetFloat8(burst);
-		policy->limit.rate = DatumGetFloat8(rate);
-		policy->has_initial = !initial_null;
-		policy->initial = initial_null ? 0.0 : DatumGetFloat8(initial);
-		policy->jitter = DatumGetFloat8(jitter);
-		bool fixed_null, window_null, start_null;
-		Datum fixed = heap_getattr(tuple, kPolicyFixedWindow, desc, &fixed_null);
-		Datum window = heap_getattr(tuple, kPolicyWindowUs, desc, &window_null);
-		Datum start = heap_getattr(tuple, kPolicyWindowStartUs, desc, &start_null);
-		bool floor_null;
-		Datum floor_rate = heap_getattr(tuple, kPolicyFloorPerSecond, desc, &floor_null);
-		bool shards_null;
-		Datum shards = heap_getattr(tuple, kPolicyShards, desc, &shards_null);
-		policy->shards = shards_null ? 1 : DatumGetInt32(shards);
-		if (fixed_null || window_null || floor_null || shards_null || policy->shards < 1)
-			ReportStateTableAltered("has a policy without its window or floor rate");
-		policy->limit.floor_rate = DatumGetFloat8(floor_rate);
-		policy->fixed_window = DatumGetBool(fixed);
-		policy->window_us = DatumGetInt64(window);
-		policy->has_window_start = !start_null;
-		policy->window_start_us = start_null ? 0 : DatumGetInt64(start);
+		Datum value[kPolicyColumns];
+		bool null[kPolicyColumns];
+		for (int c = 0; c < kPolicyColumns; c++) {
+			value[c] = heap_getattr(tuple, att[c], desc, &null[c]);
+			if (null[c] && !kColumns[c].nullable)
+				ReportStateTableAltered(kPolicyTable, TableChange::kNullValue, kColumns[c].name);
+		}
+		policy->limit.burst = DatumGetFloat8(value[kBurst]);
+		policy->limit.rate = DatumGetFloat8(value[kTokensPerSecond]);
+		policy->limit.floor_rate = DatumGetFloat8(value[kFloorPerSecond]);
+		policy->has_initial = !null[kInitial];
+		policy->initial = null[kInitial] ? 0.0 : DatumGetFloat8(value[kInitial]);
+		policy->jitter = DatumGetFloat8(value[kJitter]);
+		policy->fixed_window = DatumGetBool(value[kFixedWindow]);
+		policy->window_us = DatumGetInt64(value[kWindowUs]);
+		policy->has_window_start = !null[kWindowStartUs];
+		policy->window_start_us = null[kWindowStartUs] ? 0 : DatumGetInt64(value[kWindowStartUs]);
+		policy->shards = DatumGetInt32(value[kShards]);
+		if (policy->shards < 1)
+			ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "shards");
 		if (policy->fixed_window && policy->window_us <= 0)
-			ReportStateTableAltered("has a fixed-window policy without a positive window");
+			ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "window_us");
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
@@ -163,7 +273,7 @@ LookupPolicy(text *name)
 		int length = VARSIZE_ANY_EXHDR(name);
 		memcpy(shown, VARDATA_ANY(name), length);
 		shown[length] = '\0';
-		ReportUndefinedPolicy(shown);
+		ReportUndefinedPolicy(shown, OidIsValid(StateRelationOid(kPolicyTable)));
 	}
 	return policy;
 }
@@ -187,18 +297,24 @@ FindPolicy(text *name, Policy *policy)
 		PolicyEntry *entry =
 		    static_cast<PolicyEntry *>(hash_search(policy_cache, key, HASH_FIND, &found));
 		if (found) {
-			*policy = entry->policy;
-			return true;
+			if (entry->defined)
+				*policy = entry->policy;
+			return entry->defined;
 		}
 
-		bool defined = ReadPolicy(name, policy);
+		bool cacheable;
+		bool defined = ReadPolicy(name, policy, &cacheable);
 		if (policy_cache_stale)
 			continue; /* the table changed while we read it: read again */
-		if (!defined)
-			return false;
+		if (!cacheable)
+			return defined;
+		if (!defined && ++policy_cache_misses > kMaxMisses)
+			ResetPolicyCache();
 		entry = static_cast<PolicyEntry *>(hash_search(policy_cache, key, HASH_ENTER, &found));
-		entry->policy = *policy;
-		return true;
+		entry->defined = defined;
+		if (defined)
+			entry->policy = *policy;
+		return defined;
 	}
 }
 

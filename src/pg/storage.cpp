@@ -149,25 +149,29 @@ CheckStateTable(Relation heap)
 	TupleDesc desc = RelationGetDescr(heap);
 
 	if (heap->rd_rel->relkind != RELKIND_RELATION || heap->rd_rel->relam != HEAP_TABLE_AM_OID)
-		ReportStateTableAltered("is no longer a plain heap table");
+		ReportStateTableAltered(kStateTable, TableChange::kNotPlainTable);
 	if (heap->trigdesc != NULL)
-		ReportStateTableAltered("has triggers");
+		ReportStateTableAltered(kStateTable, TableChange::kTrigger,
+		                        heap->trigdesc->triggers[0].tgname);
 	if (heap->rd_rel->relrowsecurity)
-		ReportStateTableAltered("has row-level security enabled");
+		ReportStateTableAltered(kStateTable, TableChange::kRowSecurity);
 	if (desc->constr != NULL && desc->constr->num_check > 0)
-		ReportStateTableAltered("has check constraints");
+		ReportStateTableAltered(kStateTable, TableChange::kCheckConstraint,
+		                        desc->constr->check[0].ccname);
 	if (desc->natts != kNatts)
-		ReportStateTableAltered("has columns added or dropped");
+		ReportStateTableAltered(kStateTable, TableChange::kColumns);
 	for (int i = 0; i < kNatts; i++) {
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 		if (att->attisdropped || att->atttypid != kTypes[i] || !att->attnotnull ||
 		    (att->atttypid == TEXTOID && att->attcollation != C_COLLATION_OID))
-			ReportStateTableAltered("has columns of other types or collations");
+			ReportStateTableAltered(kStateTable, TableChange::kColumns);
 	}
 
 	List *indexes = RelationGetIndexList(heap);
-	if (list_length(indexes) < 1 || list_length(indexes) > kMaxIndexes)
-		ReportStateTableAltered("has indexes other than its primary key");
+	if (indexes == NIL)
+		ReportStateTableAltered(kStateTable, TableChange::kPrimaryKey);
+	if (list_length(indexes) > kMaxIndexes)
+		ReportStateTableAltered(kStateTable, TableChange::kIndexes);
 	return indexes;
 }
 
@@ -183,7 +187,7 @@ CheckStateIndex(Relation index)
 	    form->indkey.values[1] != kAttKey || index->rd_indcollation[0] != C_COLLATION_OID ||
 	    index->rd_indcollation[1] != C_COLLATION_OID || RelationGetIndexExpressions(index) != NIL ||
 	    RelationGetIndexPredicate(index) != NIL)
-		ReportStateTableAltered("has indexes other than its primary key");
+		ReportStateTableAltered(kStateTable, TableChange::kIndexes);
 }
 
 /* May lookups use this index: does it hold an entry for every row? */
@@ -227,7 +231,7 @@ LoadStateRelations(LOCKMODE mode)
 	}
 	list_free(index_oids);
 	if (lookup < 0)
-		ReportStateTableAltered("has no valid primary key");
+		ReportStateTableAltered(kStateTable, TableChange::kPrimaryKey);
 	fmgr_info_cxt(F_TEXTEQ, &state_relations.key_equal, state_relations.context);
 
 	state_relations.heap_oid = heap_oid;
