@@ -5,37 +5,49 @@
 
 -- Named policies: rate and burst stored once, used by calls that give only a
 -- name, a key and a cost.  A regular (logged) table, so that pg_dump keeps
--- the definitions; the limiter reads it through its primary key.
+-- the definitions; the limiter reads it through its primary key.  Every
+-- operator is qualified and every literal exactly typed, so that nothing in
+-- the schema the extension is installed into can be bound in its place.
 CREATE TABLE ratelimit.policies (
-    name              text COLLATE "C" NOT NULL,
+    name              text COLLATE pg_catalog."C" NOT NULL,
     rate              float8 NOT NULL,
     per               interval NOT NULL,
     burst             float8 NOT NULL,
     tokens_per_second float8 NOT NULL
-        GENERATED ALWAYS AS (rate / pg_catalog.date_part('epoch', per)) STORED,
+        GENERATED ALWAYS AS (rate OPERATOR(pg_catalog./) pg_catalog.date_part('epoch', per)) STORED,
     initial           float8,
-    jitter            float8 NOT NULL DEFAULT 0,
+    jitter            float8 NOT NULL DEFAULT '0'::float8,
     fixed_window      boolean NOT NULL DEFAULT false,
     window_start      interval,
     window_us         bigint NOT NULL
-        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', per) * 1000000)::bigint) STORED,
+        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', per)
+                                              OPERATOR(pg_catalog.*) '1000000'::float8)::bigint) STORED,
     window_start_us   bigint
-        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', window_start) * 1000000)::bigint) STORED,
-    floor_rate        float8 NOT NULL DEFAULT 0,
+        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', window_start)
+                                              OPERATOR(pg_catalog.*) '1000000'::float8)::bigint) STORED,
+    floor_rate        float8 NOT NULL DEFAULT '0'::float8,
     floor_per_second  float8 NOT NULL
-        GENERATED ALWAYS AS (floor_rate / pg_catalog.date_part('epoch', per)) STORED,
+        GENERATED ALWAYS AS (floor_rate OPERATOR(pg_catalog./) pg_catalog.date_part('epoch', per)) STORED,
     shards            integer NOT NULL DEFAULT 1,
     CONSTRAINT policies_pkey PRIMARY KEY (name),
-    CONSTRAINT policies_name_check CHECK (pg_catalog.octet_length(name) BETWEEN 1 AND 256),
-    CONSTRAINT policies_rate_check CHECK (rate >= 0 AND rate < 'Infinity'),
-    CONSTRAINT policies_per_check CHECK (per > '0'::interval),
-    CONSTRAINT policies_burst_check CHECK (burst > 0 AND burst < 'Infinity'),
-    CONSTRAINT policies_initial_check CHECK (initial >= 0 AND initial <= burst),
-    CONSTRAINT policies_jitter_check CHECK (jitter >= 0 AND jitter <= 1),
-    CONSTRAINT policies_window_start_check CHECK (window_start >= '0'::interval),
-    CONSTRAINT policies_shards_check CHECK (shards BETWEEN 1 AND 64),
-    CONSTRAINT policies_floor_rate_check CHECK (floor_rate >= 0 AND floor_rate < 'Infinity'
-                                                AND (floor_rate = 0 OR NOT fixed_window))
+    CONSTRAINT policies_name_check CHECK (pg_catalog.octet_length(name) OPERATOR(pg_catalog.>=) 1
+                                          AND pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=) 256),
+    CONSTRAINT policies_rate_check CHECK (rate OPERATOR(pg_catalog.>=) '0'::float8
+                                          AND rate OPERATOR(pg_catalog.<) 'Infinity'::float8),
+    CONSTRAINT policies_per_check CHECK (per OPERATOR(pg_catalog.>) '0'::interval),
+    CONSTRAINT policies_burst_check CHECK (burst OPERATOR(pg_catalog.>) '0'::float8
+                                           AND burst OPERATOR(pg_catalog.<) 'Infinity'::float8),
+    CONSTRAINT policies_initial_check CHECK (initial OPERATOR(pg_catalog.>=) '0'::float8
+                                             AND initial OPERATOR(pg_catalog.<=) burst),
+    CONSTRAINT policies_jitter_check CHECK (jitter OPERATOR(pg_catalog.>=) '0'::float8
+                                            AND jitter OPERATOR(pg_catalog.<=) '1'::float8),
+    CONSTRAINT policies_window_start_check CHECK (window_start OPERATOR(pg_catalog.>=) '0'::interval),
+    CONSTRAINT policies_shards_check CHECK (shards OPERATOR(pg_catalog.>=) 1
+                                            AND shards OPERATOR(pg_catalog.<=) 64),
+    CONSTRAINT policies_floor_rate_check CHECK (floor_rate OPERATOR(pg_catalog.>=) '0'::float8
+                                                AND floor_rate OPERATOR(pg_catalog.<) 'Infinity'::float8
+                                                AND (floor_rate OPERATOR(pg_catalog.=) '0'::float8
+                                                     OR NOT fixed_window))
 );
 REVOKE ALL ON TABLE ratelimit.policies FROM PUBLIC;
 COMMENT ON TABLE ratelimit.policies IS
@@ -59,10 +71,10 @@ CREATE FUNCTION @extschema@.rate_limit_define(
     per     interval DEFAULT '1 second',
     burst   float8   DEFAULT NULL,
     initial float8   DEFAULT NULL,
-    jitter  float8   DEFAULT 0,
+    jitter  float8   DEFAULT '0',
     fixed_window boolean DEFAULT false,
     window_start interval DEFAULT NULL,
-    floor_rate   float8   DEFAULT 0,
+    floor_rate   float8   DEFAULT '0',
     shards       integer  DEFAULT 1)
 RETURNS void
 LANGUAGE plpgsql
@@ -76,42 +88,45 @@ BEGIN
                   DETAIL = 'Only burst may be NULL, meaning one period''s worth of tokens.',
                   HINT = 'Pass the policy''s name, its rate and the period the rate is counted over.';
     END IF;
-    IF $1 = '' OR octet_length($1) > 256 THEN
+    IF $1 OPERATOR(pg_catalog.=) '' OR pg_catalog.octet_length($1) OPERATOR(pg_catalog.>) 256 THEN
         RAISE EXCEPTION 'policy name must be 1 to 256 bytes long'
-            USING ERRCODE = CASE WHEN $1 = '' THEN 'invalid_parameter_value' ELSE 'program_limit_exceeded' END,
-                  DETAIL = format('The name given is %s bytes long.', octet_length($1)),
+            USING ERRCODE = CASE WHEN $1 OPERATOR(pg_catalog.=) '' THEN 'invalid_parameter_value'
+                                 ELSE 'program_limit_exceeded' END,
+                  DETAIL = pg_catalog.format('The name given is %s bytes long.', pg_catalog.octet_length($1)),
                   HINT = 'Use a short name, such as ''api'' or ''login''.';
     END IF;
-    IF NOT ($2 >= 0 AND $2 < 'Infinity') THEN
+    IF NOT ($2 OPERATOR(pg_catalog.>=) '0'::float8 AND $2 OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
         RAISE EXCEPTION 'rate must be a finite number greater than or equal to zero'
             USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = format('The rate given was %s.', $2),
+                  DETAIL = pg_catalog.format('The rate given was %s.', $2),
                   HINT = 'Pass how many tokens refill per period; 0 means the bucket never refills.';
     END IF;
-    IF NOT ($3 > '0'::interval) THEN
+    IF NOT ($3 OPERATOR(pg_catalog.>) '0'::interval) THEN
         RAISE EXCEPTION 'per must be a positive interval'
             USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = format('The period given was %s.', $3),
+                  DETAIL = pg_catalog.format('The period given was %s.', $3),
                   HINT = 'Pass the period the rate is counted over, such as ''1 minute''.';
     END IF;
-    IF NOT (coalesce($4, $2) > 0 AND coalesce($4, $2) < 'Infinity') THEN
+    IF NOT (coalesce($4, $2) OPERATOR(pg_catalog.>) '0'::float8
+            AND coalesce($4, $2) OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
         RAISE EXCEPTION 'burst must be a finite number greater than zero'
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = CASE WHEN $4 IS NULL
-                                THEN format('No burst was given, so it is the rate, %s.', $2)
-                                ELSE format('The burst given was %s.', $4) END,
+                                THEN pg_catalog.format('No burst was given, so it is the rate, %s.', $2)
+                                ELSE pg_catalog.format('The burst given was %s.', $4) END,
                   HINT = 'Pass the capacity of the bucket, the most tokens it can hold.';
     END IF;
-    IF $5 IS NOT NULL AND NOT ($5 >= 0 AND $5 <= coalesce($4, $2)) THEN
+    IF $5 IS NOT NULL AND NOT ($5 OPERATOR(pg_catalog.>=) '0'::float8
+                               AND $5 OPERATOR(pg_catalog.<=) coalesce($4, $2)) THEN
         RAISE EXCEPTION 'initial must be between zero and burst'
             USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = format('The initial balance given was %s and the burst is %s.', $5, coalesce($4, $2)),
+                  DETAIL = pg_catalog.format('The initial balance given was %s and the burst is %s.', $5, coalesce($4, $2)),
                   HINT = 'Pass how many tokens a key starts with, or NULL to start full.';
     END IF;
-    IF $6 IS NULL OR NOT ($6 >= 0 AND $6 <= 1) THEN
+    IF $6 IS NULL OR NOT ($6 OPERATOR(pg_catalog.>=) '0'::float8 AND $6 OPERATOR(pg_catalog.<=) '1'::float8) THEN
         RAISE EXCEPTION 'jitter must be between 0 and 1'
             USING ERRCODE = CASE WHEN $6 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
-                  DETAIL = format('The jitter given was %s.', coalesce($6::text, 'NULL')),
+                  DETAIL = pg_catalog.format('The jitter given was %s.', coalesce($6::text, 'NULL')),
                   HINT = 'Pass the largest fraction retry_after may be stretched by, such as 0.1; 0 for none.';
     END IF;
     IF $7 IS NULL THEN
@@ -120,22 +135,23 @@ BEGIN
                   DETAIL = 'fixed_window chooses between continuous refill and fixed windows.',
                   HINT = 'Pass true for fixed windows, false (the default) for a token bucket.';
     END IF;
-    IF $8 IS NOT NULL AND (NOT $7 OR $8 < '0'::interval) THEN
+    IF $8 IS NOT NULL AND (NOT $7 OR $8 OPERATOR(pg_catalog.<) '0'::interval) THEN
         RAISE EXCEPTION 'window_start needs fixed_window and a non-negative interval'
             USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = format('The window_start given was %s, with fixed_window %s.', $8, $7),
+                  DETAIL = pg_catalog.format('The window_start given was %s, with fixed_window %s.', $8, $7),
                   HINT = 'Pass the offset of the windows from midnight UTC, such as ''0 seconds'' to start them on the minute; omit it to spread keys over the window.';
     END IF;
-    IF $9 IS NULL OR NOT ($9 >= 0 AND $9 < 'Infinity') OR ($9 > 0 AND $7) THEN
+    IF $9 IS NULL OR NOT ($9 OPERATOR(pg_catalog.>=) '0'::float8 AND $9 OPERATOR(pg_catalog.<) 'Infinity'::float8)
+       OR ($9 OPERATOR(pg_catalog.>) '0'::float8 AND $7) THEN
         RAISE EXCEPTION 'floor_rate must be a finite number greater than or equal to zero, without fixed_window'
             USING ERRCODE = CASE WHEN $9 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
-                  DETAIL = format('The floor_rate given was %s, with fixed_window %s.', coalesce($9::text, 'NULL'), $7),
+                  DETAIL = pg_catalog.format('The floor_rate given was %s, with fixed_window %s.', coalesce($9::text, 'NULL'), $7),
                   HINT = 'Pass the tokens per period a client still gets once its burst is spent; 0 for none.';
     END IF;
-    IF $10 IS NULL OR $10 NOT BETWEEN 1 AND 64 THEN
+    IF $10 IS NULL OR NOT ($10 OPERATOR(pg_catalog.>=) 1 AND $10 OPERATOR(pg_catalog.<=) 64) THEN
         RAISE EXCEPTION 'shards must be between 1 and 64'
             USING ERRCODE = CASE WHEN $10 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
-                  DETAIL = format('The shards given were %s.', coalesce($10::text, 'NULL')),
+                  DETAIL = pg_catalog.format('The shards given were %s.', coalesce($10::text, 'NULL')),
                   HINT = 'Split a hot key over a few rows, such as 8; 1 keeps it in one row.';
     END IF;
     INSERT INTO ratelimit.policies AS p
@@ -227,7 +243,7 @@ AS $$
 #variable_conflict use_variable
 DECLARE
     -- Structured-field integers have at most 15 digits.
-    sf_max CONSTANT float8 := 999999999999999;
+    sf_max CONSTANT float8 := '999999999999999'::float8;
     per_second float8 := rate_limit_headers.rate;
     item text;
     wait float8;
@@ -238,7 +254,7 @@ BEGIN
                   DETAIL = 'The header values describe one decision under one policy.',
                   HINT = 'Pass the row rate_limit_take() returned and the policy name.';
     END IF;
-    IF policy = '' OR policy !~ '^[ -~]*$' THEN
+    IF policy OPERATOR(pg_catalog.=) '' OR policy OPERATOR(pg_catalog.!~) '^[ -~]*$' THEN
         RAISE EXCEPTION 'policy name cannot be written as a structured-field string'
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = 'HTTP structured-field strings hold printable ASCII characters only.',
@@ -254,23 +270,30 @@ BEGIN
                       HINT = 'Pass the rate used for the decision, or define the policy.';
         END IF;
     END IF;
-    IF NOT (per_second >= 0 AND per_second < 'Infinity') THEN
+    IF NOT (per_second OPERATOR(pg_catalog.>=) '0'::float8 AND per_second OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
         RAISE EXCEPTION 'rate must be a finite number greater than or equal to zero'
             USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = format('The rate given was %s.', per_second),
+                  DETAIL = pg_catalog.format('The rate given was %s.', per_second),
                   HINT = 'Pass the refill rate in tokens per second that the decision used.';
     END IF;
 
-    item := '"' || replace(replace(policy, '\', '\\'), '"', '\"') || '"';
-    ratelimit_policy := item || ';q=' || least(floor(decision.capacity), sf_max)::bigint
-        || CASE WHEN per_second > 0
-                THEN ';w=' || least(ceil(decision.capacity / per_second), sf_max)::bigint
+    item := '"' OPERATOR(pg_catalog.||) pg_catalog.replace(pg_catalog.replace(policy, '\', '\\'), '"', '\"')
+            OPERATOR(pg_catalog.||) '"';
+    ratelimit_policy := item OPERATOR(pg_catalog.||) ';q='
+        OPERATOR(pg_catalog.||) least(pg_catalog.floor(decision.capacity), sf_max)::bigint::text
+        OPERATOR(pg_catalog.||) CASE WHEN per_second OPERATOR(pg_catalog.>) '0'::float8
+                THEN ';w=' OPERATOR(pg_catalog.||) least(pg_catalog.ceil(decision.capacity OPERATOR(pg_catalog./) per_second), sf_max)::bigint::text
                 ELSE '' END;
-    wait := CASE WHEN decision.retry_after > 0 THEN decision.retry_after ELSE decision.reset_after END;
-    ratelimit := item || ';r=' || least(floor(greatest(decision.remaining, 0)), sf_max)::bigint
-        || CASE WHEN wait < 'Infinity' THEN ';t=' || least(ceil(wait), sf_max)::bigint ELSE '' END;
-    retry_after := CASE WHEN decision.retry_after > 0 AND decision.retry_after < 'Infinity'
-                        THEN least(ceil(decision.retry_after), sf_max)::bigint::text END;
+    wait := CASE WHEN decision.retry_after OPERATOR(pg_catalog.>) '0'::float8
+                 THEN decision.retry_after ELSE decision.reset_after END;
+    ratelimit := item OPERATOR(pg_catalog.||) ';r='
+        OPERATOR(pg_catalog.||) least(pg_catalog.floor(greatest(decision.remaining, '0'::float8)), sf_max)::bigint::text
+        OPERATOR(pg_catalog.||) CASE WHEN wait OPERATOR(pg_catalog.<) 'Infinity'::float8
+                THEN ';t=' OPERATOR(pg_catalog.||) least(pg_catalog.ceil(wait), sf_max)::bigint::text
+                ELSE '' END;
+    retry_after := CASE WHEN decision.retry_after OPERATOR(pg_catalog.>) '0'::float8
+                             AND decision.retry_after OPERATOR(pg_catalog.<) 'Infinity'::float8
+                        THEN least(pg_catalog.ceil(decision.retry_after), sf_max)::bigint::text END;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.rate_limit_headers(@extschema@.rate_limit_decision, text, float8) IS
