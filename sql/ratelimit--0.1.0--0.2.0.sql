@@ -8,6 +8,7 @@
 -- the definitions; the limiter reads it through its primary key.  Every
 -- operator is qualified and every literal exactly typed, so that nothing in
 -- the schema the extension is installed into can be bound in its place.
+-- Periods count in seconds as date_part('epoch', ...) counts them.
 CREATE TABLE ratelimit.policies (
     name              text COLLATE pg_catalog."C" NOT NULL,
     rate              float8 NOT NULL,
@@ -34,14 +35,14 @@ CREATE TABLE ratelimit.policies (
                                           AND pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=) 256),
     CONSTRAINT policies_rate_check CHECK (rate OPERATOR(pg_catalog.>=) '0'::float8
                                           AND rate OPERATOR(pg_catalog.<) 'Infinity'::float8),
-    CONSTRAINT policies_per_check CHECK (per OPERATOR(pg_catalog.>) '0'::interval),
+    CONSTRAINT policies_per_check CHECK (window_us OPERATOR(pg_catalog.>=) '1'::bigint),
     CONSTRAINT policies_burst_check CHECK (burst OPERATOR(pg_catalog.>) '0'::float8
                                            AND burst OPERATOR(pg_catalog.<) 'Infinity'::float8),
     CONSTRAINT policies_initial_check CHECK (initial OPERATOR(pg_catalog.>=) '0'::float8
                                              AND initial OPERATOR(pg_catalog.<=) burst),
     CONSTRAINT policies_jitter_check CHECK (jitter OPERATOR(pg_catalog.>=) '0'::float8
                                             AND jitter OPERATOR(pg_catalog.<=) '1'::float8),
-    CONSTRAINT policies_window_start_check CHECK (window_start OPERATOR(pg_catalog.>=) '0'::interval),
+    CONSTRAINT policies_window_start_check CHECK (window_start_us OPERATOR(pg_catalog.>=) '0'::bigint),
     CONSTRAINT policies_shards_check CHECK (shards OPERATOR(pg_catalog.>=) 1
                                             AND shards OPERATOR(pg_catalog.<=) 64),
     CONSTRAINT policies_floor_rate_check CHECK (floor_rate OPERATOR(pg_catalog.>=) '0'::float8
@@ -81,6 +82,17 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
+DECLARE
+    -- Periods in seconds and whole microseconds, as ratelimit.policies
+    -- derives them (see its generated columns).
+    seconds       float8 := pg_catalog.date_part('epoch', $3);
+    micros        float8 := pg_catalog.round(seconds OPERATOR(pg_catalog.*) '1000000'::float8);
+    start_seconds float8 := pg_catalog.date_part('epoch', $8);
+    start_micros  float8 := pg_catalog.round(start_seconds OPERATOR(pg_catalog.*) '1000000'::float8);
+    -- The largest bigint, rounded up to a float8: 2^63.
+    micros_limit  CONSTANT float8 := '9223372036854775807'::float8;
+    dividend      text;
+    quotient      float8;
 BEGIN
     IF $1 IS NULL OR $2 IS NULL OR $3 IS NULL THEN
         RAISE EXCEPTION 'name, rate and per must not be null'
@@ -101,11 +113,22 @@ BEGIN
                   DETAIL = pg_catalog.format('The rate given was %s.', $2),
                   HINT = 'Pass how many tokens refill per period; 0 means the bucket never refills.';
     END IF;
-    IF NOT ($3 OPERATOR(pg_catalog.>) '0'::interval) THEN
+    -- An interval compares as 30-day months, but lasts 365.25 days a year:
+    -- '-1 year 361 days' is greater than zero and lasts -4.25 days.  The
+    -- length in microseconds is what the limiter uses.
+    IF NOT (micros OPERATOR(pg_catalog.>=) '1'::float8) THEN
         RAISE EXCEPTION 'per must be a positive interval'
             USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = pg_catalog.format('The period given was %s.', $3),
+                  DETAIL = CASE WHEN $3 OPERATOR(pg_catalog.>) '0'::interval
+                                THEN pg_catalog.format('The period given, %s, lasts %s seconds, counting a year as 365.25 days and a month as 30 days.', $3, seconds)
+                                ELSE pg_catalog.format('The period given was %s.', $3) END,
                   HINT = 'Pass the period the rate is counted over, such as ''1 minute''.';
+    END IF;
+    IF NOT (micros OPERATOR(pg_catalog.<) micros_limit) THEN
+        RAISE EXCEPTION 'per is too long'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The period given, %s, lasts %s seconds; a period is kept in microseconds, in a bigint, so it lasts less than 9223372036854.775808 seconds (about 292,271 years).', $3, seconds),
+                  HINT = 'Pass a shorter period, such as ''1 year''.';
     END IF;
     IF NOT (coalesce($4, $2) OPERATOR(pg_catalog.>) '0'::float8
             AND coalesce($4, $2) OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
@@ -135,11 +158,19 @@ BEGIN
                   DETAIL = 'fixed_window chooses between continuous refill and fixed windows.',
                   HINT = 'Pass true for fixed windows, false (the default) for a token bucket.';
     END IF;
-    IF $8 IS NOT NULL AND (NOT $7 OR $8 OPERATOR(pg_catalog.<) '0'::interval) THEN
+    IF $8 IS NOT NULL AND (NOT $7 OR NOT (start_micros OPERATOR(pg_catalog.>=) '0'::float8)) THEN
         RAISE EXCEPTION 'window_start needs fixed_window and a non-negative interval'
             USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = pg_catalog.format('The window_start given was %s, with fixed_window %s.', $8, $7),
+                  DETAIL = CASE WHEN $7 AND $8 OPERATOR(pg_catalog.>=) '0'::interval
+                                THEN pg_catalog.format('The window_start given, %s, lasts %s seconds, counting a year as 365.25 days and a month as 30 days.', $8, start_seconds)
+                                ELSE pg_catalog.format('The window_start given was %s, with fixed_window %s.', $8, $7) END,
                   HINT = 'Pass the offset of the windows from midnight UTC, such as ''0 seconds'' to start them on the minute; omit it to spread keys over the window.';
+    END IF;
+    IF $8 IS NOT NULL AND NOT (start_micros OPERATOR(pg_catalog.<) micros_limit) THEN
+        RAISE EXCEPTION 'window_start is too long'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The window_start given, %s, lasts %s seconds; it is kept in microseconds, in a bigint, so it lasts less than 9223372036854.775808 seconds (about 292,271 years).', $8, start_seconds),
+                  HINT = 'Pass an offset shorter than the period, such as ''0 seconds''.';
     END IF;
     IF $9 IS NULL OR NOT ($9 OPERATOR(pg_catalog.>=) '0'::float8 AND $9 OPERATOR(pg_catalog.<) 'Infinity'::float8)
        OR ($9 OPERATOR(pg_catalog.>) '0'::float8 AND $7) THEN
@@ -154,6 +185,23 @@ BEGIN
                   DETAIL = pg_catalog.format('The shards given were %s.', coalesce($10::text, 'NULL')),
                   HINT = 'Split a hot key over a few rows, such as 8; 1 keeps it in one row.';
     END IF;
+    -- Tokens per second, computed as the table computes them: a quotient
+    -- beyond float8 (too many per microsecond, or too few per century) is
+    -- reported here rather than as a bare overflow or underflow.
+    BEGIN
+        dividend := 'rate';
+        quotient := $2 OPERATOR(pg_catalog./) seconds;
+        dividend := 'floor_rate';
+        quotient := $9 OPERATOR(pg_catalog./) seconds;
+    EXCEPTION WHEN numeric_value_out_of_range THEN
+        RAISE EXCEPTION '% per second is out of range', dividend
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('%s tokens per %s is %s tokens per second than a float8 can hold.',
+                                             CASE WHEN dividend OPERATOR(pg_catalog.=) 'rate' THEN $2 ELSE $9 END, $3,
+                                             CASE WHEN seconds OPERATOR(pg_catalog.<) '1'::float8 THEN 'more' ELSE 'fewer' END),
+                  HINT = pg_catalog.format('Pass a %s and period that come to about 5e-324 to 1.8e308 tokens per second, or a %s of 0.',
+                                           dividend, dividend);
+    END;
     INSERT INTO ratelimit.policies AS p
         (name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate, shards)
     VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10)
