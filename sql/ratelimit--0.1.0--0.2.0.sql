@@ -217,12 +217,19 @@ COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8
 
 CREATE FUNCTION @extschema@.rate_limit_drop(name text)
 RETURNS boolean
-LANGUAGE sql
+LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
-    WITH dropped AS (
-        DELETE FROM ratelimit.policies AS p WHERE p.name OPERATOR(pg_catalog.=) $1 RETURNING 1)
-    SELECT count(*) OPERATOR(pg_catalog.>) 0 FROM dropped
+BEGIN
+    IF $1 IS NULL THEN
+        RAISE EXCEPTION 'name must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'rate_limit_drop() requires a value for name.',
+                  HINT = 'Pass the name of the policy to remove.';
+    END IF;
+    DELETE FROM ratelimit.policies AS p WHERE p.name OPERATOR(pg_catalog.=) $1;
+    RETURN FOUND;
+END
 $$;
 COMMENT ON FUNCTION @extschema@.rate_limit_drop(text) IS
     'removes the policy name; true if it existed (buckets already used stay until reset)';
@@ -290,10 +297,12 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_variable
 DECLARE
-    -- Structured-field integers have at most 15 digits.
+    -- Structured-field integers have at most 15 digits: every value is
+    -- capped there.
     sf_max CONSTANT float8 := '999999999999999'::float8;
     per_second float8 := rate_limit_headers.rate;
     item text;
+    window_seconds float8;
     wait float8;
 BEGIN
     IF decision IS NULL OR policy IS NULL THEN
@@ -301,6 +310,20 @@ BEGIN
             USING ERRCODE = 'null_value_not_allowed',
                   DETAIL = 'The header values describe one decision under one policy.',
                   HINT = 'Pass the row rate_limit_take() returned and the policy name.';
+    END IF;
+    -- The limiter's decisions hold a finite positive capacity and waits of
+    -- zero or more; NaN compares equal to itself and above every number.
+    IF (decision.capacity OPERATOR(pg_catalog.>) '0'::float8
+        AND decision.capacity OPERATOR(pg_catalog.<) 'Infinity'::float8
+        AND decision.remaining OPERATOR(pg_catalog.<>) 'NaN'::float8
+        AND decision.retry_after OPERATOR(pg_catalog.>=) '0'::float8
+        AND decision.retry_after OPERATOR(pg_catalog.<>) 'NaN'::float8
+        AND decision.reset_after OPERATOR(pg_catalog.>=) '0'::float8
+        AND decision.reset_after OPERATOR(pg_catalog.<>) 'NaN'::float8) IS NOT TRUE THEN
+        RAISE EXCEPTION 'decision is not a rate limit decision'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The decision given was %s; a decision has a finite capacity above zero, a remaining balance and waits of zero or more.', decision),
+                  HINT = 'Pass the row rate_limit_take() or rate_limit_check() returned.';
     END IF;
     IF policy OPERATOR(pg_catalog.=) '' OR policy OPERATOR(pg_catalog.!~) '^[ -~]*$' THEN
         RAISE EXCEPTION 'policy name cannot be written as a structured-field string'
@@ -325,12 +348,20 @@ BEGIN
                   HINT = 'Pass the refill rate in tokens per second that the decision used.';
     END IF;
 
+    -- The window, capacity / per_second, without a quotient beyond float8:
+    -- one second when the capacity is no more than a second's worth, and
+    -- sf_max when the quotient would exceed it.
+    window_seconds := CASE
+        WHEN decision.capacity OPERATOR(pg_catalog.<=) per_second THEN '1'::float8
+        WHEN per_second OPERATOR(pg_catalog.<) '1'::float8
+             AND decision.capacity OPERATOR(pg_catalog.>) (per_second OPERATOR(pg_catalog.*) sf_max) THEN sf_max
+        ELSE pg_catalog.ceil(decision.capacity OPERATOR(pg_catalog./) per_second) END;
     item := '"' OPERATOR(pg_catalog.||) pg_catalog.replace(pg_catalog.replace(policy, '\', '\\'), '"', '\"')
             OPERATOR(pg_catalog.||) '"';
     ratelimit_policy := item OPERATOR(pg_catalog.||) ';q='
         OPERATOR(pg_catalog.||) least(pg_catalog.floor(decision.capacity), sf_max)::bigint::text
         OPERATOR(pg_catalog.||) CASE WHEN per_second OPERATOR(pg_catalog.>) '0'::float8
-                THEN ';w=' OPERATOR(pg_catalog.||) least(pg_catalog.ceil(decision.capacity OPERATOR(pg_catalog./) per_second), sf_max)::bigint::text
+                THEN ';w=' OPERATOR(pg_catalog.||) least(window_seconds, sf_max)::bigint::text
                 ELSE '' END;
     wait := CASE WHEN decision.retry_after OPERATOR(pg_catalog.>) '0'::float8
                  THEN decision.retry_after ELSE decision.reset_after END;

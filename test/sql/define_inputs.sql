@@ -1,9 +1,9 @@
 --
--- rate_limit_define(): every input either makes a policy the limiter can
--- use, or is refused with 22023 and a detail and hint, leaving the policies
--- as they were.  Periods count in seconds as PostgreSQL's epoch of an
--- interval does: a year (12 months) is 365.25 days, each further month 30
--- days.
+-- rate_limit_define() and rate_limit_drop(): every input either makes a
+-- policy the limiter can use, or is refused with 22023 (22004 for NULL) and
+-- a detail and hint, leaving the policies as they were.  Periods count in
+-- seconds as PostgreSQL's epoch of an interval does: a year (12 months) is
+-- 365.25 days, each further month 30 days.
 --
 SET ratelimit.fixed_clock = 1000;
 \i test/sql/include/error_of.sql
@@ -64,7 +64,12 @@ SELECT pg_temp.error_of($$SELECT rate_limit_define('kept', 10, '-1 year 361 days
 SELECT name, rate, per FROM ratelimit.policies WHERE name = 'kept';
 SELECT count(*) AS policies_named_p FROM ratelimit.policies WHERE name = 'p';
 
+-- rate_limit_drop(NULL) is an error like every other NULL argument.
+SELECT pg_temp.error_of($$SELECT rate_limit_drop(NULL)$$);
+SELECT rate_limit_drop('kept');
+SELECT rate_limit_drop('kept');
+
 -- Leave no policy or bucket behind for the tests that follow.
 DELETE FROM ratelimit.policies WHERE name IN ('month', 'year', '12 months', '13 months', 'longest',
-                                              'shortest', 'fastest', 'late-start', 'kept');
+                                              'shortest', 'fastest', 'late-start');
 DELETE FROM ratelimit.buckets WHERE name IN ('longest', 'shortest');
