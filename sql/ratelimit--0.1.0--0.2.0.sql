@@ -78,7 +78,7 @@ CREATE FUNCTION @extschema@.rate_limit_define(
     floor_rate   float8   DEFAULT '0',
     shards       integer  DEFAULT 1)
 RETURNS void
-LANGUAGE plpgsql
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
@@ -217,7 +217,7 @@ COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8
 
 CREATE FUNCTION @extschema@.rate_limit_drop(name text)
 RETURNS boolean
-LANGUAGE plpgsql
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
