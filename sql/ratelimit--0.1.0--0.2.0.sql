@@ -5,37 +5,50 @@
 
 -- Named policies: rate and burst stored once, used by calls that give only a
 -- name, a key and a cost.  A regular (logged) table, so that pg_dump keeps
--- the definitions; the limiter reads it through its primary key.
+-- the definitions; the limiter reads it through its primary key.  Every
+-- operator is qualified and every literal exactly typed, so that nothing in
+-- the schema the extension is installed into can be bound in its place.
+-- Periods count in seconds as date_part('epoch', ...) counts them.
 CREATE TABLE ratelimit.policies (
-    name              text COLLATE "C" NOT NULL,
+    name              text COLLATE pg_catalog."C" NOT NULL,
     rate              float8 NOT NULL,
     per               interval NOT NULL,
     burst             float8 NOT NULL,
     tokens_per_second float8 NOT NULL
-        GENERATED ALWAYS AS (rate / pg_catalog.date_part('epoch', per)) STORED,
+        GENERATED ALWAYS AS (rate OPERATOR(pg_catalog./) pg_catalog.date_part('epoch', per)) STORED,
     initial           float8,
-    jitter            float8 NOT NULL DEFAULT 0,
+    jitter            float8 NOT NULL DEFAULT '0'::float8,
     fixed_window      boolean NOT NULL DEFAULT false,
     window_start      interval,
     window_us         bigint NOT NULL
-        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', per) * 1000000)::bigint) STORED,
+        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', per)
+                                              OPERATOR(pg_catalog.*) '1000000'::float8)::bigint) STORED,
     window_start_us   bigint
-        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', window_start) * 1000000)::bigint) STORED,
-    floor_rate        float8 NOT NULL DEFAULT 0,
+        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', window_start)
+                                              OPERATOR(pg_catalog.*) '1000000'::float8)::bigint) STORED,
+    floor_rate        float8 NOT NULL DEFAULT '0'::float8,
     floor_per_second  float8 NOT NULL
-        GENERATED ALWAYS AS (floor_rate / pg_catalog.date_part('epoch', per)) STORED,
+        GENERATED ALWAYS AS (floor_rate OPERATOR(pg_catalog./) pg_catalog.date_part('epoch', per)) STORED,
     shards            integer NOT NULL DEFAULT 1,
     CONSTRAINT policies_pkey PRIMARY KEY (name),
-    CONSTRAINT policies_name_check CHECK (pg_catalog.octet_length(name) BETWEEN 1 AND 256),
-    CONSTRAINT policies_rate_check CHECK (rate >= 0 AND rate < 'Infinity'),
-    CONSTRAINT policies_per_check CHECK (per > '0'::interval),
-    CONSTRAINT policies_burst_check CHECK (burst > 0 AND burst < 'Infinity'),
-    CONSTRAINT policies_initial_check CHECK (initial >= 0 AND initial <= burst),
-    CONSTRAINT policies_jitter_check CHECK (jitter >= 0 AND jitter <= 1),
-    CONSTRAINT policies_window_start_check CHECK (window_start >= '0'::interval),
-    CONSTRAINT policies_shards_check CHECK (shards BETWEEN 1 AND 64),
-    CONSTRAINT policies_floor_rate_check CHECK (floor_rate >= 0 AND floor_rate < 'Infinity'
-                                                AND (floor_rate = 0 OR NOT fixed_window))
+    CONSTRAINT policies_name_check CHECK (pg_catalog.octet_length(name) OPERATOR(pg_catalog.>=) 1
+                                          AND pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=) 256),
+    CONSTRAINT policies_rate_check CHECK (rate OPERATOR(pg_catalog.>=) '0'::float8
+                                          AND rate OPERATOR(pg_catalog.<) 'Infinity'::float8),
+    CONSTRAINT policies_per_check CHECK (window_us OPERATOR(pg_catalog.>=) '1'::bigint),
+    CONSTRAINT policies_burst_check CHECK (burst OPERATOR(pg_catalog.>) '0'::float8
+                                           AND burst OPERATOR(pg_catalog.<) 'Infinity'::float8),
+    CONSTRAINT policies_initial_check CHECK (initial OPERATOR(pg_catalog.>=) '0'::float8
+                                             AND initial OPERATOR(pg_catalog.<=) burst),
+    CONSTRAINT policies_jitter_check CHECK (jitter OPERATOR(pg_catalog.>=) '0'::float8
+                                            AND jitter OPERATOR(pg_catalog.<=) '1'::float8),
+    CONSTRAINT policies_window_start_check CHECK (window_start_us OPERATOR(pg_catalog.>=) '0'::bigint),
+    CONSTRAINT policies_shards_check CHECK (shards OPERATOR(pg_catalog.>=) 1
+                                            AND shards OPERATOR(pg_catalog.<=) 64),
+    CONSTRAINT policies_floor_rate_check CHECK (floor_rate OPERATOR(pg_catalog.>=) '0'::float8
+                                                AND floor_rate OPERATOR(pg_catalog.<) 'Infinity'::float8
+                                                AND (floor_rate OPERATOR(pg_catalog.=) '0'::float8
+                                                     OR NOT fixed_window))
 );
 REVOKE ALL ON TABLE ratelimit.policies FROM PUBLIC;
 COMMENT ON TABLE ratelimit.policies IS
@@ -67,16 +80,27 @@ CREATE FUNCTION @extschema@.rate_limit_define(
     per     interval DEFAULT '1 second',
     burst   float8   DEFAULT NULL,
     initial float8   DEFAULT NULL,
-    jitter  float8   DEFAULT 0,
+    jitter  float8   DEFAULT '0',
     fixed_window boolean DEFAULT false,
     window_start interval DEFAULT NULL,
-    floor_rate   float8   DEFAULT 0,
+    floor_rate   float8   DEFAULT '0',
     shards       integer  DEFAULT 1)
 RETURNS void
-LANGUAGE plpgsql
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
+DECLARE
+    -- Periods in seconds and whole microseconds, as ratelimit.policies
+    -- derives them (see its generated columns).
+    seconds       float8 := pg_catalog.date_part('epoch', $3);
+    micros        float8 := pg_catalog.round(seconds OPERATOR(pg_catalog.*) '1000000'::float8);
+    start_seconds float8 := pg_catalog.date_part('epoch', $8);
+    start_micros  float8 := pg_catalog.round(start_seconds OPERATOR(pg_catalog.*) '1000000'::float8);
+    -- The largest bigint, rounded up to a float8: 2^63.
+    micros_limit  CONSTANT float8 := '9223372036854775807'::float8;
+    dividend      text;
+    quotient      float8;
 BEGIN
     IF $1 IS NULL OR $2 IS NULL OR $3 IS NULL THEN
         RAISE EXCEPTION 'name, rate and per must not be null'
@@ -84,42 +108,56 @@ BEGIN
                   DETAIL = 'Only burst may be NULL, meaning one period''s worth of tokens.',
                   HINT = 'Pass the policy''s name, its rate and the period the rate is counted over.';
     END IF;
-    IF $1 = '' OR octet_length($1) > 256 THEN
+    IF $1 OPERATOR(pg_catalog.=) '' OR pg_catalog.octet_length($1) OPERATOR(pg_catalog.>) 256 THEN
         RAISE EXCEPTION 'policy name must be 1 to 256 bytes long'
-            USING ERRCODE = CASE WHEN $1 = '' THEN 'invalid_parameter_value' ELSE 'program_limit_exceeded' END,
-                  DETAIL = format('The name given is %s bytes long.', octet_length($1)),
+            USING ERRCODE = CASE WHEN $1 OPERATOR(pg_catalog.=) '' THEN 'invalid_parameter_value'
+                                 ELSE 'program_limit_exceeded' END,
+                  DETAIL = pg_catalog.format('The name given is %s bytes long.', pg_catalog.octet_length($1)),
                   HINT = 'Use a short name, such as ''api'' or ''login''.';
     END IF;
-    IF NOT ($2 >= 0 AND $2 < 'Infinity') THEN
+    IF NOT ($2 OPERATOR(pg_catalog.>=) '0'::float8 AND $2 OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
         RAISE EXCEPTION 'rate must be a finite number greater than or equal to zero'
             USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = format('The rate given was %s.', $2),
+                  DETAIL = pg_catalog.format('The rate given was %s.', $2),
                   HINT = 'Pass how many tokens refill per period; 0 means the bucket never refills.';
     END IF;
-    IF NOT ($3 > '0'::interval) THEN
+    -- An interval compares as 30-day months, but lasts 365.25 days a year:
+    -- '-1 year 361 days' is greater than zero and lasts -4.25 days.  The
+    -- length in microseconds is what the limiter uses.
+    IF NOT (micros OPERATOR(pg_catalog.>=) '1'::float8) THEN
         RAISE EXCEPTION 'per must be a positive interval'
             USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = format('The period given was %s.', $3),
+                  DETAIL = CASE WHEN $3 OPERATOR(pg_catalog.>) '0'::interval
+                                THEN pg_catalog.format('The period given, %s, lasts %s seconds, counting a year as 365.25 days and a month as 30 days.', $3, seconds)
+                                ELSE pg_catalog.format('The period given was %s.', $3) END,
                   HINT = 'Pass the period the rate is counted over, such as ''1 minute''.';
     END IF;
-    IF NOT (coalesce($4, $2) > 0 AND coalesce($4, $2) < 'Infinity') THEN
+    IF NOT (micros OPERATOR(pg_catalog.<) micros_limit) THEN
+        RAISE EXCEPTION 'per is too long'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The period given, %s, lasts %s seconds; a period is kept in microseconds, in a bigint, so it lasts less than 9223372036854.775808 seconds (about 292,271 years).', $3, seconds),
+                  HINT = 'Pass a shorter period, such as ''1 year''.';
+    END IF;
+    IF NOT (coalesce($4, $2) OPERATOR(pg_catalog.>) '0'::float8
+            AND coalesce($4, $2) OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
         RAISE EXCEPTION 'burst must be a finite number greater than zero'
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = CASE WHEN $4 IS NULL
-                                THEN format('No burst was given, so it is the rate, %s.', $2)
-                                ELSE format('The burst given was %s.', $4) END,
+                                THEN pg_catalog.format('No burst was given, so it is the rate, %s.', $2)
+                                ELSE pg_catalog.format('The burst given was %s.', $4) END,
                   HINT = 'Pass the capacity of the bucket, the most tokens it can hold.';
     END IF;
-    IF $5 IS NOT NULL AND NOT ($5 >= 0 AND $5 <= coalesce($4, $2)) THEN
+    IF $5 IS NOT NULL AND NOT ($5 OPERATOR(pg_catalog.>=) '0'::float8
+                               AND $5 OPERATOR(pg_catalog.<=) coalesce($4, $2)) THEN
         RAISE EXCEPTION 'initial must be between zero and burst'
             USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = format('The initial balance given was %s and the burst is %s.', $5, coalesce($4, $2)),
+                  DETAIL = pg_catalog.format('The initial balance given was %s and the burst is %s.', $5, coalesce($4, $2)),
                   HINT = 'Pass how many tokens a key starts with, or NULL to start full.';
     END IF;
-    IF $6 IS NULL OR NOT ($6 >= 0 AND $6 <= 1) THEN
+    IF $6 IS NULL OR NOT ($6 OPERATOR(pg_catalog.>=) '0'::float8 AND $6 OPERATOR(pg_catalog.<=) '1'::float8) THEN
         RAISE EXCEPTION 'jitter must be between 0 and 1'
             USING ERRCODE = CASE WHEN $6 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
-                  DETAIL = format('The jitter given was %s.', coalesce($6::text, 'NULL')),
+                  DETAIL = pg_catalog.format('The jitter given was %s.', coalesce($6::text, 'NULL')),
                   HINT = 'Pass the largest fraction retry_after may be stretched by, such as 0.1; 0 for none.';
     END IF;
     IF $7 IS NULL THEN
@@ -128,24 +166,50 @@ BEGIN
                   DETAIL = 'fixed_window chooses between continuous refill and fixed windows.',
                   HINT = 'Pass true for fixed windows, false (the default) for a token bucket.';
     END IF;
-    IF $8 IS NOT NULL AND (NOT $7 OR $8 < '0'::interval) THEN
+    IF $8 IS NOT NULL AND (NOT $7 OR NOT (start_micros OPERATOR(pg_catalog.>=) '0'::float8)) THEN
         RAISE EXCEPTION 'window_start needs fixed_window and a non-negative interval'
             USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = format('The window_start given was %s, with fixed_window %s.', $8, $7),
+                  DETAIL = CASE WHEN $7 AND $8 OPERATOR(pg_catalog.>=) '0'::interval
+                                THEN pg_catalog.format('The window_start given, %s, lasts %s seconds, counting a year as 365.25 days and a month as 30 days.', $8, start_seconds)
+                                ELSE pg_catalog.format('The window_start given was %s, with fixed_window %s.', $8, $7) END,
                   HINT = 'Pass the offset of the windows from midnight UTC, such as ''0 seconds'' to start them on the minute; omit it to spread keys over the window.';
     END IF;
-    IF $9 IS NULL OR NOT ($9 >= 0 AND $9 < 'Infinity') OR ($9 > 0 AND $7) THEN
+    IF $8 IS NOT NULL AND NOT (start_micros OPERATOR(pg_catalog.<) micros_limit) THEN
+        RAISE EXCEPTION 'window_start is too long'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The window_start given, %s, lasts %s seconds; it is kept in microseconds, in a bigint, so it lasts less than 9223372036854.775808 seconds (about 292,271 years).', $8, start_seconds),
+                  HINT = 'Pass an offset shorter than the period, such as ''0 seconds''.';
+    END IF;
+    IF $9 IS NULL OR NOT ($9 OPERATOR(pg_catalog.>=) '0'::float8 AND $9 OPERATOR(pg_catalog.<) 'Infinity'::float8)
+       OR ($9 OPERATOR(pg_catalog.>) '0'::float8 AND $7) THEN
         RAISE EXCEPTION 'floor_rate must be a finite number greater than or equal to zero, without fixed_window'
             USING ERRCODE = CASE WHEN $9 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
-                  DETAIL = format('The floor_rate given was %s, with fixed_window %s.', coalesce($9::text, 'NULL'), $7),
+                  DETAIL = pg_catalog.format('The floor_rate given was %s, with fixed_window %s.', coalesce($9::text, 'NULL'), $7),
                   HINT = 'Pass the tokens per period a client still gets once its burst is spent; 0 for none.';
     END IF;
-    IF $10 IS NULL OR $10 NOT BETWEEN 1 AND 64 THEN
+    IF $10 IS NULL OR NOT ($10 OPERATOR(pg_catalog.>=) 1 AND $10 OPERATOR(pg_catalog.<=) 64) THEN
         RAISE EXCEPTION 'shards must be between 1 and 64'
             USING ERRCODE = CASE WHEN $10 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
-                  DETAIL = format('The shards given were %s.', coalesce($10::text, 'NULL')),
+                  DETAIL = pg_catalog.format('The shards given were %s.', coalesce($10::text, 'NULL')),
                   HINT = 'Split a hot key over a few rows, such as 8; 1 keeps it in one row.';
     END IF;
+    -- Tokens per second, computed as the table computes them: a quotient
+    -- beyond float8 (too many per microsecond, or too few per century) is
+    -- reported here rather than as a bare overflow or underflow.
+    BEGIN
+        dividend := 'rate';
+        quotient := $2 OPERATOR(pg_catalog./) seconds;
+        dividend := 'floor_rate';
+        quotient := $9 OPERATOR(pg_catalog./) seconds;
+    EXCEPTION WHEN numeric_value_out_of_range THEN
+        RAISE EXCEPTION '% per second is out of range', dividend
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('%s tokens per %s is %s tokens per second than a float8 can hold.',
+                                             CASE WHEN dividend OPERATOR(pg_catalog.=) 'rate' THEN $2 ELSE $9 END, $3,
+                                             CASE WHEN seconds OPERATOR(pg_catalog.<) '1'::float8 THEN 'more' ELSE 'fewer' END),
+                  HINT = pg_catalog.format('Pass a %s and period that come to about 5e-324 to 1.8e308 tokens per second, or a %s of 0.',
+                                           dividend, dividend);
+    END;
     INSERT INTO ratelimit.policies AS p
         (name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate, shards)
     VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10)
@@ -161,12 +225,19 @@ COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8
 
 CREATE FUNCTION @extschema@.rate_limit_drop(name text)
 RETURNS boolean
-LANGUAGE sql
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-    WITH dropped AS (
-        DELETE FROM ratelimit.policies AS p WHERE p.name OPERATOR(pg_catalog.=) $1 RETURNING 1)
-    SELECT count(*) OPERATOR(pg_catalog.>) 0 FROM dropped
+BEGIN
+    IF $1 IS NULL THEN
+        RAISE EXCEPTION 'name must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'rate_limit_drop() requires a value for name.',
+                  HINT = 'Pass the name of the policy to remove.';
+    END IF;
+    DELETE FROM ratelimit.policies AS p WHERE p.name OPERATOR(pg_catalog.=) $1;
+    RETURN FOUND;
+END
 $$;
 COMMENT ON FUNCTION @extschema@.rate_limit_drop(text) IS
     'removes the policy name; true if it existed (buckets already used stay until reset)';
@@ -234,10 +305,12 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_variable
 DECLARE
-    -- Structured-field integers have at most 15 digits.
-    sf_max CONSTANT float8 := 999999999999999;
+    -- Structured-field integers have at most 15 digits: every value is
+    -- capped there.
+    sf_max CONSTANT float8 := '999999999999999'::float8;
     per_second float8 := rate_limit_headers.rate;
     item text;
+    window_seconds float8;
     wait float8;
 BEGIN
     IF decision IS NULL OR policy IS NULL THEN
@@ -246,7 +319,21 @@ BEGIN
                   DETAIL = 'The header values describe one decision under one policy.',
                   HINT = 'Pass the row rate_limit_take() returned and the policy name.';
     END IF;
-    IF policy = '' OR policy !~ '^[ -~]*$' THEN
+    -- The limiter's decisions hold a finite positive capacity and waits of
+    -- zero or more; NaN compares equal to itself and above every number.
+    IF (decision.capacity OPERATOR(pg_catalog.>) '0'::float8
+        AND decision.capacity OPERATOR(pg_catalog.<) 'Infinity'::float8
+        AND decision.remaining OPERATOR(pg_catalog.<>) 'NaN'::float8
+        AND decision.retry_after OPERATOR(pg_catalog.>=) '0'::float8
+        AND decision.retry_after OPERATOR(pg_catalog.<>) 'NaN'::float8
+        AND decision.reset_after OPERATOR(pg_catalog.>=) '0'::float8
+        AND decision.reset_after OPERATOR(pg_catalog.<>) 'NaN'::float8) IS NOT TRUE THEN
+        RAISE EXCEPTION 'decision is not a rate limit decision'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The decision given was %s; a decision has a finite capacity above zero, a remaining balance and waits of zero or more.', decision),
+                  HINT = 'Pass the row rate_limit_take() or rate_limit_check() returned.';
+    END IF;
+    IF policy OPERATOR(pg_catalog.=) '' OR policy OPERATOR(pg_catalog.!~) '^[ -~]*$' THEN
         RAISE EXCEPTION 'policy name cannot be written as a structured-field string'
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = 'HTTP structured-field strings hold printable ASCII characters only.',
@@ -262,23 +349,38 @@ BEGIN
                       HINT = 'Pass the rate used for the decision, or define the policy.';
         END IF;
     END IF;
-    IF NOT (per_second >= 0 AND per_second < 'Infinity') THEN
+    IF NOT (per_second OPERATOR(pg_catalog.>=) '0'::float8 AND per_second OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
         RAISE EXCEPTION 'rate must be a finite number greater than or equal to zero'
             USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = format('The rate given was %s.', per_second),
+                  DETAIL = pg_catalog.format('The rate given was %s.', per_second),
                   HINT = 'Pass the refill rate in tokens per second that the decision used.';
     END IF;
 
-    item := '"' || replace(replace(policy, '\', '\\'), '"', '\"') || '"';
-    ratelimit_policy := item || ';q=' || least(floor(decision.capacity), sf_max)::bigint
-        || CASE WHEN per_second > 0
-                THEN ';w=' || least(ceil(decision.capacity / per_second), sf_max)::bigint
+    -- The window, capacity / per_second, without a quotient beyond float8:
+    -- one second when the capacity is no more than a second's worth, and
+    -- sf_max when the quotient would exceed it.
+    window_seconds := CASE
+        WHEN decision.capacity OPERATOR(pg_catalog.<=) per_second THEN '1'::float8
+        WHEN per_second OPERATOR(pg_catalog.<) '1'::float8
+             AND decision.capacity OPERATOR(pg_catalog.>) (per_second OPERATOR(pg_catalog.*) sf_max) THEN sf_max
+        ELSE pg_catalog.ceil(decision.capacity OPERATOR(pg_catalog./) per_second) END;
+    item := '"' OPERATOR(pg_catalog.||) pg_catalog.replace(pg_catalog.replace(policy, '\', '\\'), '"', '\"')
+            OPERATOR(pg_catalog.||) '"';
+    ratelimit_policy := item OPERATOR(pg_catalog.||) ';q='
+        OPERATOR(pg_catalog.||) least(pg_catalog.floor(decision.capacity), sf_max)::bigint::text
+        OPERATOR(pg_catalog.||) CASE WHEN per_second OPERATOR(pg_catalog.>) '0'::float8
+                THEN ';w=' OPERATOR(pg_catalog.||) least(window_seconds, sf_max)::bigint::text
                 ELSE '' END;
-    wait := CASE WHEN decision.retry_after > 0 THEN decision.retry_after ELSE decision.reset_after END;
-    ratelimit := item || ';r=' || least(floor(greatest(decision.remaining, 0)), sf_max)::bigint
-        || CASE WHEN wait < 'Infinity' THEN ';t=' || least(ceil(wait), sf_max)::bigint ELSE '' END;
-    retry_after := CASE WHEN decision.retry_after > 0 AND decision.retry_after < 'Infinity'
-                        THEN least(ceil(decision.retry_after), sf_max)::bigint::text END;
+    wait := CASE WHEN decision.retry_after OPERATOR(pg_catalog.>) '0'::float8
+                 THEN decision.retry_after ELSE decision.reset_after END;
+    ratelimit := item OPERATOR(pg_catalog.||) ';r='
+        OPERATOR(pg_catalog.||) least(pg_catalog.floor(greatest(decision.remaining, '0'::float8)), sf_max)::bigint::text
+        OPERATOR(pg_catalog.||) CASE WHEN wait OPERATOR(pg_catalog.<) 'Infinity'::float8
+                THEN ';t=' OPERATOR(pg_catalog.||) least(pg_catalog.ceil(wait), sf_max)::bigint::text
+                ELSE '' END;
+    retry_after := CASE WHEN decision.retry_after OPERATOR(pg_catalog.>) '0'::float8
+                             AND decision.retry_after OPERATOR(pg_catalog.<) 'Infinity'::float8
+                        THEN least(pg_catalog.ceil(decision.retry_after), sf_max)::bigint::text END;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.rate_limit_headers(@extschema@.rate_limit_decision, text, float8) IS
