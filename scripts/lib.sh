@@ -11,7 +11,8 @@
 #   cluster_start       a throwaway PostgreSQL 15 cluster in a fresh temporary
 #                       directory, on a unix socket only; exports PGHOST, PGPORT,
 #                       PGUSER and PGDATABASE for clients (RL_SHARED_BUFFERS
-#                       overrides its shared_buffers, 256MB by default)
+#                       overrides its shared_buffers, 256MB by default;
+#                       RL_CLUSTER_CONF holds more postgresql.conf lines)
 #   cluster_stop        stop it and remove its directory
 #   cluster_log         path of the running cluster's server log
 #   rl_at_exit CMD      run CMD when the script exits
@@ -220,7 +221,9 @@ rl_pick_port() {
     local port tries=0
     while :; do
         port=$((54000 + RANDOM % 1000))
-        if [ ! -e "/tmp/.s.PGSQL.$port" ] && [ ! -e "/var/run/postgresql/.s.PGSQL.$port" ]; then
+        # Sockets of these scripts' clusters live in their own directories.
+        if [ ! -e "/tmp/.s.PGSQL.$port" ] && [ ! -e "/var/run/postgresql/.s.PGSQL.$port" ] &&
+           ! compgen -G "/tmp/ratelimit-pg.*/.s.PGSQL.$port" >/dev/null; then
             printf '%s\n' "$port"
             return 0
         fi
@@ -265,6 +268,7 @@ full_page_writes = off
 max_connections = 50
 max_prepared_transactions = 10
 shared_buffers = ${RL_SHARED_BUFFERS:-256MB}
+${RL_CLUSTER_CONF:-}
 EOF
     if ! rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$RL_CLUSTER_DATA" -l "$RL_CLUSTER_DIR/server.log" \
             -w -t 60 start >/dev/null; then

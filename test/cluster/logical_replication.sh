@@ -10,9 +10,7 @@ set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/lib.sh"
 
 rl_require_install
-cluster_start
-printf "\nwal_level = logical\n" | rl_as_owner tee -a "$RL_CLUSTER_DATA/postgresql.conf" >/dev/null
-rl_as_owner pg_ctl -D "$RL_CLUSTER_DATA" -l "$RL_CLUSTER_DIR/server.log" -w -t 60 restart >/dev/null
+RL_CLUSTER_CONF="wal_level = logical" cluster_start
 psql -X -q -v ON_ERROR_STOP=1 \
     -c "CREATE EXTENSION ratelimit" \
     -c "SELECT rate_limit_define('repl', 0, '1 second', 1)" \
@@ -25,7 +23,10 @@ rl_as_owner initdb -D "$subscriber" -A trust -U postgres --no-sync -E UTF8 --loc
 printf "\nlisten_addresses = ''\nunix_socket_directories = '%s'\nport = %s\nfsync = off\n" \
     "$RL_CLUSTER_DIR" "$sub_port" | rl_as_owner tee -a "$subscriber/postgresql.conf" >/dev/null
 rl_at_exit "rl_as_owner pg_ctl -D '$subscriber' -m immediate -w -t 30 stop >/dev/null 2>&1"
-rl_as_owner pg_ctl -D "$subscriber" -l "$RL_CLUSTER_DIR/subscriber.log" -w -t 60 start >/dev/null
+rl_as_owner pg_ctl -D "$subscriber" -l "$RL_CLUSTER_DIR/subscriber.log" -w -t 60 start >/dev/null || {
+    tail -n 30 "$RL_CLUSTER_DIR/subscriber.log" >&2
+    rl_die "the subscriber did not start"
+}
 psql -X -q -v ON_ERROR_STOP=1 -p "$sub_port" \
     -c "CREATE EXTENSION ratelimit" \
     -c "CREATE SUBSCRIPTION policies CONNECTION 'host=$RL_CLUSTER_DIR port=$PGPORT dbname=postgres user=postgres' PUBLICATION policies" \
