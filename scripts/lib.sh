@@ -20,6 +20,8 @@
 #                       when root), from $RL_CLUSTER_DIR
 #   rl_pick_port        a port number no local server seems to use
 #   rl_log, rl_warn, rl_die MESSAGE
+#   rl_check COND MSG   count a failed check (an awk condition) of a cluster test
+#   rl_verdict NAME     print NAME: PASS or NAME: FAIL (and exit 1)
 #
 # While a cluster runs, $RL_CLUSTER_DIR is its directory (socket, server.log,
 # data/); everything in it is removed by cluster_stop.
@@ -100,6 +102,30 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
 trap 'exit 141' PIPE
+
+# ---------------------------------------------------------------------------
+# Verdicts of the cluster tests
+
+RL_FAILURES=0
+
+# rl_check CONDITION MESSAGE: counts a failure (and prints MESSAGE) unless
+# the awk expression CONDITION holds.
+rl_check() {
+    if ! awk "BEGIN { exit !($1) }"; then
+        printf 'FAILED: %s\n' "$2"
+        RL_FAILURES=$((RL_FAILURES + 1))
+    fi
+}
+
+# rl_verdict NAME: prints "NAME: PASS", or "NAME: FAIL" and exits 1.
+rl_verdict() {
+    if [ "$RL_FAILURES" -eq 0 ]; then
+        printf '%s: PASS\n' "$1"
+    else
+        printf '%s: FAIL\n' "$1"
+        exit 1
+    fi
+}
 
 # ---------------------------------------------------------------------------
 # Packages

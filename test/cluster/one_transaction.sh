@@ -56,14 +56,7 @@ ratio=$(awk -v a="$first" -v b="$slowest" 'BEGIN { printf "%.2f", b / a }')
 printf 'one_transaction: %d takes of one key in one transaction, %d segments: first %.3f s, last %.3f s, slowest %.3f s (%s x the first); granted %s, left %s\n' \
     "$TAKES" "$SEGMENTS" "$first" "$last" "$slowest" "$ratio" "$granted" "$left"
 
-failures=0
-check() { if ! awk "BEGIN { exit !($1) }"; then printf 'FAILED: %s\n' "$2"; failures=$((failures + 1)); fi; }
-check "$granted == $TAKES" "$granted of $TAKES takes were granted"
-check "$left == $TAKES" "the bucket holds $left tokens, expected $TAKES"
-check "$ratio <= $MAX_RATIO" "the slowest segment took $ratio times as long as the first (at most $MAX_RATIO): time per take grows with the takes before it"
-if [ "$failures" -eq 0 ]; then
-    printf 'one_transaction: PASS\n'
-else
-    printf 'one_transaction: FAIL\n'
-    exit 1
-fi
+rl_check "$granted == $TAKES" "$granted of $TAKES takes were granted"
+rl_check "$left == $TAKES" "the bucket holds $left tokens, expected $TAKES"
+rl_check "$ratio <= $MAX_RATIO" "the slowest segment took $ratio times as long as the first (at most $MAX_RATIO): time per take grows with the takes before it"
+rl_verdict one_transaction

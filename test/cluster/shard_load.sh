@@ -42,8 +42,6 @@ run() {
         pgbench -n -c 8 -j 2 -T "$SECONDS_TO_RUN" -f "$script" 2>&1
 }
 
-failures=0
-check() { if ! awk "BEGIN { exit !($1) }"; then printf 'FAILED: %s\n' "$2"; failures=$((failures + 1)); fi; }
 
 start=$(date +%s.%N)
 out=$(run) || { printf '%s\n' "$out"; rl_die "pgbench failed"; }
@@ -56,15 +54,15 @@ grants=$(psql -X -A -t -c "SELECT count(*) FROM grants")
 bound=$(awk -v b="$BURST" -v r="$RATE" -v t="$elapsed" 'BEGIN { printf "%.1f", b + r * t + 1 }')
 printf 'shard_load: serializable clients=8 shards=8 seconds=%s transactions=%s failed=%s grants=%s bound=%s\n' \
     "$elapsed" "$transactions" "$failed" "$grants" "$bound"
-check "$failed == 0" "$failed transactions failed"
-check "$grants <= $bound" "$grants grants, above the bound $bound"
+rl_check "$failed == 0" "$failed transactions failed"
+rl_check "$grants <= $bound" "$grants grants, above the bound $bound"
 # Under overload the limit is drained as fast as it refills: between the
 # first and the last recorded grant (a span this run measured, free of
 # pgbench's start-up) it granted at least 90% of its rate.
 span=$(psql -X -A -t -c "SELECT coalesce(extract(epoch FROM max(granted_at) - min(granted_at)), 0) FROM grants")
 lower=$(awk -v r="$RATE" -v s="$span" 'BEGIN { printf "%.1f", 0.9 * r * s }')
 printf 'shard_load: grants over %s s of granting; lower bound %s\n' "$span" "$lower"
-check "$grants >= $lower" "only $grants grants in $span s under overload (at least $lower expected)"
+rl_check "$grants >= $lower" "only $grants grants in $span s under overload (at least $lower expected)"
 
 # Phase 2: shards that never refill, 50 tokens each.
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
@@ -80,13 +78,8 @@ read -r grants consumed < <(psql -X -A -t -F ' ' -c "
            400 - (SELECT coalesce(sum(tokens), 0) + 50 * (8 - count(*))
                     FROM ratelimit.buckets WHERE name = 'signups')")
 printf 'shard_load: exact accounting: grants=%s consumed=%s failed=%s\n' "$grants" "$consumed" "$failed"
-check "$failed == 0" "$failed transactions failed in the accounting phase"
-check "$consumed == $grants" "the shards lost $consumed tokens for $grants grants"
-check "$grants == 400" "$grants of the 400 tokens were granted"
+rl_check "$failed == 0" "$failed transactions failed in the accounting phase"
+rl_check "$consumed == $grants" "the shards lost $consumed tokens for $grants grants"
+rl_check "$grants == 400" "$grants of the 400 tokens were granted"
 
-if [ "$failures" -eq 0 ]; then
-    printf 'shard_load: PASS\n'
-else
-    printf 'shard_load: FAIL\n'
-    exit 1
-fi
+rl_verdict shard_load

@@ -66,19 +66,17 @@ client_bound=$(awk -v b="$CLIENT_BURST" -v r="$CLIENT_RATE" -v t="$elapsed" 'BEG
 printf 'take_all_load: serializable clients=8 seconds=%s transactions=%s failed=%s grants=%s (bound %s) max_per_client=%s (bound %s) clients_granted=%s\n' \
     "$elapsed" "$transactions" "$failed" "$total" "$global_bound" "$max_client" "$client_bound" "$clients"
 
-failures=0
-check() { if ! awk "BEGIN { exit !($1) }"; then printf 'FAILED: %s\n' "$2"; failures=$((failures + 1)); fi; }
-check "$failed == 0" "$failed transactions failed (serialization failure, unique violation or deadlock)"
-check "$transactions > 0" "no transaction ran"
-check "$total <= $global_bound" "the global bucket granted $total tokens, above its bound $global_bound"
-check "$max_client <= $client_bound" "a client bucket granted $max_client tokens, above its bound $client_bound"
+rl_check "$failed == 0" "$failed transactions failed (serialization failure, unique violation or deadlock)"
+rl_check "$transactions > 0" "no transaction ran"
+rl_check "$total <= $global_bound" "the global bucket granted $total tokens, above its bound $global_bound"
+rl_check "$max_client <= $client_bound" "a client bucket granted $max_client tokens, above its bound $client_bound"
 # Under overload the global bucket refills at GLOBAL_RATE and is drained at
 # once: between the first and the last recorded grant (a span this run
 # measured, free of pgbench's start-up) it granted at least that rate.
 span=$(psql -X -A -t -c "SELECT coalesce(extract(epoch FROM max(granted_at) - min(granted_at)), 0) FROM grants")
 lower=$(awk -v r="$GLOBAL_RATE" -v s="$span" 'BEGIN { printf "%.1f", 0.9 * r * s }')
 printf 'take_all_load: grants over %s s of granting; lower bound %s\n' "$span" "$lower"
-check "$total >= $lower" "only $total grants in $span s under overload (at least $lower expected): the limiter granted less than it may"
+rl_check "$total >= $lower" "only $total grants in $span s under overload (at least $lower expected): the limiter granted less than it may"
 # Phase 2: exact accounting on buckets that never refill.  The clients'
 # buckets (10 x 40 tokens) run dry before the global one (500).
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
@@ -102,13 +100,8 @@ read -r total global_consumed mismatched < <(psql -X -A -t -F ' ' -c "
                    IS DISTINCT FROM (SELECT count(*) FROM grants AS g WHERE g.client = c))")
 printf 'take_all_load: exact accounting: grants=%s global_consumed=%s clients_mismatched=%s failed=%s\n' \
     "$total" "$global_consumed" "$mismatched" "$failed"
-check "$failed == 0" "$failed transactions failed in the accounting phase"
-check "$total == 400" "$total grants, expected all 400 client tokens to be granted"
-check "$global_consumed == $total" "the global bucket lost $global_consumed tokens for $total grants"
-check "$mismatched == 0" "$mismatched client buckets lost a different number of tokens than they granted"
-if [ "$failures" -eq 0 ]; then
-    printf 'take_all_load: PASS\n'
-else
-    printf 'take_all_load: FAIL\n'
-    exit 1
-fi
+rl_check "$failed == 0" "$failed transactions failed in the accounting phase"
+rl_check "$total == 400" "$total grants, expected all 400 client tokens to be granted"
+rl_check "$global_consumed == $total" "the global bucket lost $global_consumed tokens for $total grants"
+rl_check "$mismatched == 0" "$mismatched client buckets lost a different number of tokens than they granted"
+rl_verdict take_all_load
