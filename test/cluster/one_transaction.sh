@@ -3,11 +3,12 @@
 #
 # A batch job charging a tenant per row takes from one key many times in one
 # transaction.  Every take must stay as cheap as the first: 1,000,000 takes
-# of one key in one transaction, timed in 10 segments of 100,000, and the
-# slowest segment may take at most 3 times as long as the first (a lookup
-# that walked every version the transaction created would make the last
-# segment about 19 times the first).  The takes are all granted and exactly
-# accounted for.  Starts and stops its own cluster.
+# of one key in one transaction, timed in 10 segments of 100,000; the
+# fastest of the last three segments may take at most 3 times as long as
+# the fastest of the first three (a lookup that walked every version the
+# transaction created would make it about 15 times; taking the fastest of
+# three keeps a hiccup of the machine from deciding).  The takes are all
+# granted and exactly accounted for.  Starts and stops its own cluster.
 #
 #   ONE_TXN_TAKES     takes in the transaction (default 1000000)
 #   ONE_TXN_SEGMENTS  segments they are timed in (default 10)
@@ -44,19 +45,19 @@ BEGIN
     END LOOP;
 END
 \$\$;
-SELECT (SELECT seconds FROM segments WHERE n = 1),
+SELECT (SELECT min(seconds) FROM segments WHERE n <= 3),
        (SELECT max(seconds) FROM segments),
-       (SELECT seconds FROM segments WHERE n = $SEGMENTS),
+       (SELECT min(seconds) FROM segments WHERE n > $SEGMENTS - 3),
        (SELECT sum(granted) FROM segments),
        (SELECT remaining FROM rate_limit_check('batch', 'tenant:1', 0, 0, 2 * $TAKES));
 COMMIT;
 SQL
 )
-ratio=$(awk -v a="$first" -v b="$slowest" 'BEGIN { printf "%.2f", b / a }')
-printf 'one_transaction: %d takes of one key in one transaction, %d segments: first %.3f s, last %.3f s, slowest %.3f s (%s x the first); granted %s, left %s\n' \
-    "$TAKES" "$SEGMENTS" "$first" "$last" "$slowest" "$ratio" "$granted" "$left"
+ratio=$(awk -v a="$first" -v b="$last" 'BEGIN { printf "%.2f", b / a }')
+printf 'one_transaction: %d takes of one key in one transaction, %d segments: fastest of the first three %.3f s, of the last three %.3f s (%s x), slowest %.3f s; granted %s, left %s\n' \
+    "$TAKES" "$SEGMENTS" "$first" "$last" "$ratio" "$slowest" "$granted" "$left"
 
 rl_check "$granted == $TAKES" "$granted of $TAKES takes were granted"
 rl_check "$left == $TAKES" "the bucket holds $left tokens, expected $TAKES"
-rl_check "$ratio <= $MAX_RATIO" "the slowest segment took $ratio times as long as the first (at most $MAX_RATIO): time per take grows with the takes before it"
+rl_check "$ratio <= $MAX_RATIO" "the last segments took $ratio times as long as the first (at most $MAX_RATIO): time per take grows with the takes before it"
 rl_verdict one_transaction
