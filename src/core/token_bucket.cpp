@@ -348,13 +348,15 @@ Refund(const Bucket &stored, const Limit &limit, double amount, std::int64_t now
 {
 	Bucket current = Refill(stored, limit, now_us);
 	double tokens = current.tokens + amount;
-	if (tokens > limit.burst)
+	bool capped = tokens > limit.burst;
+	if (capped)
 		tokens = limit.burst;
 
 	Decision d{};
 	d.allowed = true;
 	d.remaining = tokens;
-	d.refunded = tokens - current.tokens;
+	/* Exactly `amount` unless capped: no rounding residue is left over. */
+	d.refunded = capped ? limit.burst - current.tokens : amount;
 	d.next = Bucket{tokens, current.stamp_us};
 	d.write = tokens != stored.tokens || current.stamp_us != stored.stamp_us;
 	d.retry_after = SecondsToLevel(d.next, limit, now_us, current.stamp_us, tokens, 0.0);

@@ -49,8 +49,6 @@ NullHint(const char *argument, bool has_max_reserved)
 }
 constexpr int kResultColumns = 5;
 
-/* Most rows a key may be split over (policies_shards_check). */
-constexpr int kMaxShards = 64;
 
 struct BucketCall {
 	text *name;
@@ -365,11 +363,16 @@ ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &
 		}
 	}
 
-	/* Denied shards never seen before still start earning now. */
+	/* Denied shards never seen before still start earning now; recorded in
+	 * canonical order, like any two rows one transaction writes. */
 	const Operation record{Operation::kRecordNew, nothing, 0.0, policy.has_initial, initial};
-	if (!allowed && kind == Operation::kTake && StartsBelowFull(record, shard))
-		for (int s = 0; s < 2; s++)
-			(void)DecideBucket(name, keys[s], shard, record);
+	if (!allowed && kind == Operation::kTake && StartsBelowFull(record, shard)) {
+		BucketTake pair[2] = {{name, keys[0], shard, nothing, false, 0.0, core::Decision{}},
+		                      {name, keys[1], shard, nothing, false, 0.0, core::Decision{}}};
+		const int lower = TakeOrder(&pair[0], &pair[1]) <= 0 ? 0 : 1;
+		(void)DecideBucket(name, keys[lower], shard, record);
+		(void)DecideBucket(name, keys[1 - lower], shard, record);
+	}
 
 	core::Decision result{};
 	result.allowed = allowed;

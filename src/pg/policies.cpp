@@ -224,7 +224,7 @@ ReadPolicy(text *name, Policy *policy, bool *cacheable)
 		policy->has_window_start = !null[kWindowStartUs];
 		policy->window_start_us = null[kWindowStartUs] ? 0 : DatumGetInt64(value[kWindowStartUs]);
 		policy->shards = DatumGetInt32(value[kShards]);
-		if (policy->shards < 1)
+		if (policy->shards < 1 || policy->shards > kMaxShards)
 			ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "shards");
 		if (policy->fixed_window && policy->window_us <= 0)
 			ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "window_us");

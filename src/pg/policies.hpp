@@ -14,6 +14,9 @@
 
 namespace ratelimit::pg {
 
+/* Most rows a key may be split over (policies_shards_check). */
+constexpr int kMaxShards = 64;
+
 /* A stored policy: its limit, the balance of a new key, the jitter. */
 struct Policy {
 	core::Limit limit;

@@ -34,15 +34,19 @@
  *   hash(name, key) (lock class kNewKeyLockClass, shown in pg_locks as
  *   objsubid 21068), re-checked after the lock is granted: two first calls
  *   never race into a unique violation.  The lock is released as soon as the
- *   row is in the heap and the indexes, and before waiting for any other
- *   transaction (a first insert in progress elsewhere): whoever holds it
- *   never waits, so it takes part in no deadlock.
- * - rate_limit_take_all waits, holding nothing, until no writer is in flight
- *   on any of its rows, then locks them all in one canonical order (name,
- *   then key, bytewise) inside a subtransaction and decides only once it
- *   holds every lock: two overlapping calls wait for each other instead of
- *   deadlocking, and a denial rolls the subtransaction (and so the locks)
- *   back.
+ *   row is in the heap and the indexes, as soon as the key turns out to
+ *   exist, and before waiting for another transaction's first insert of the
+ *   key: a single take never waits while holding it.  (rate_limit_take_all
+ *   holds the locks of its absent keys while it locks the rows that follow
+ *   them in canonical order, which keeps it deadlock-free among callers that
+ *   take keys in that order.)
+ * - rate_limit_take_all decides first on the latest committed versions,
+ *   without locking: a denial there is final.  Otherwise it locks all its
+ *   rows in one canonical order (name, then key, bytewise) inside a
+ *   subtransaction, waiting for their writers, and decides again only once
+ *   it holds every lock: two overlapping calls wait for each other instead
+ *   of deadlocking, and a denial rolls the subtransaction (and so the
+ *   locks) back, leaving only the transaction id it took.
  * - After any write, CommandCounterIncrement() so that the next call in the
  *   same statement sees, and can lock, the new version.
  * - Every index that is ready for inserts receives the new entries, as the
@@ -82,7 +86,7 @@ constexpr LOCKMODE kTupleQueueLock = ExclusiveLock;
 
 /* Indexes the table may have: its primary key, and for a while the copies
  * that REINDEX CONCURRENTLY builds beside it. */
-constexpr int kMaxIndexes = 4;
+constexpr int kMaxIndexes = 8;
 
 /* Relation OIDs and the indexes' IndexInfo, valid until a relcache
  * invalidation touches the table or one of its indexes. */
@@ -115,7 +119,7 @@ struct OpenRelations {
  */
 struct LatestVersion {
 	uint64 hash;
-	TransactionId xid; /* the top transaction that wrote it */
+	TransactionId xid; /* the (sub)transaction that wrote it */
 	ItemPointerData tid;
 };
 constexpr int kLatestVersions = 256;
@@ -249,6 +253,12 @@ OpenStateRelations(LOCKMODE mode, OpenRelations *rels)
 		if (!state_relations.valid)
 			LoadStateRelations(mode);
 		rels->heap = table_open(state_relations.heap_oid, mode);
+		if (!state_relations.valid) {
+			/* Locking the table accepted an invalidation: an index cached
+			 * before it may be gone.  Reload under the table's lock. */
+			table_close(rels->heap, NoLock);
+			continue;
+		}
 		rels->nindexes = state_relations.nindexes;
 		for (int i = 0; i < rels->nindexes; i++)
 			rels->indexes[i] = index_open(state_relations.index_oids[i], mode);
@@ -392,7 +402,7 @@ RememberLatestVersion(uint64 key_hash, ItemPointer tid)
 {
 	LatestVersion *entry = LatestVersionSlot(key_hash);
 	entry->hash = key_hash;
-	entry->xid = GetTopTransactionIdIfAny();
+	entry->xid = GetCurrentTransactionIdIfAny();
 	entry->tid = *tid;
 }
 
@@ -415,9 +425,12 @@ bool
 FindRemembered(Relation heap, uint64 key_hash, text *name, text *key, Snapshot dirty,
                TupleTableSlot *slot)
 {
+	/* The writer must be this transaction or a subtransaction of it still
+	 * alive: a rolled-back one has released the relation lock that kept
+	 * the table from being truncated under the remembered TID. */
 	LatestVersion *entry = LatestVersionSlot(key_hash);
-	TransactionId top = GetTopTransactionIdIfAny();
-	if (!TransactionIdIsValid(top) || entry->xid != top || entry->hash != key_hash)
+	if (entry->hash != key_hash || !TransactionIdIsValid(entry->xid) ||
+	    !TransactionIdIsCurrentTransactionId(entry->xid))
 		return false;
 	ItemPointerData tid = entry->tid;
 	if (!table_tuple_fetch_row_version(heap, &tid, dirty, slot))
@@ -658,10 +671,13 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 	 * only acted on after it looks again under the new-key lock. */
 	bool sure = !writes;
 	bool wrote = false;
-	core::Decision decision;
+	core::Decision decision{};
 
 	for (;;) {
-		if (!FindLatest(rels, &lookup, &dirty, slot, sure, &new_key)) {
+		bool found = FindLatest(rels, &lookup, &dirty, slot, sure, &new_key);
+		if (found)
+			ReleaseNewKeyLock(&new_key); /* the row speaks for the key */
+		if (!found) {
 			/* A new key: stored only if this call consumes or refunds, or
 			 * if its first sighting must be remembered. */
 			TimestampTz now = ClockNow();
@@ -774,30 +790,19 @@ struct TakeRow {
 	NewKeyLock new_key; /* absent: we hold its new-key lock */
 };
 
-/*
- * Lock-free look at the latest committed version of every row, with one
- * clock reading.  False (and every decision made) as soon as a grant would
- * depend on an in-flight writer: the caller waits for it and looks again.
- */
+/* Lock-free look at the latest committed version of every row, with one
+ * clock reading: whether all would be granted. */
 bool
 LookAtAll(const OpenRelations &rels, BucketTake *takes, TakeRow *rows, int count, Snapshot dirty,
-          TupleTableSlot *slot, TransactionId *writer, ItemPointer writer_tid)
+          TupleTableSlot *slot)
 {
 	TimestampTz now = ClockNow();
-	*writer = InvalidTransactionId;
+	bool all_allowed = true;
 	for (int i = 0; i < count; i++) {
 		rows[i].exists = FindLatest(rels, &rows[i].lookup, dirty, slot, true, NULL);
 		rows[i].state = rows[i].exists ? ReadBucket(slot)
 		                               : NewBucket(takes[i].limit, takes[i].has_initial,
 		                                           takes[i].initial, now);
-		if (rows[i].exists && TransactionIdIsValid(dirty->xmax) &&
-		    !TransactionIdIsValid(*writer)) {
-			*writer = dirty->xmax;
-			*writer_tid = slot->tts_tid;
-		}
-	}
-	bool all_allowed = true;
-	for (int i = 0; i < count; i++) {
 		takes[i].decision = core::Decide(rows[i].state, takes[i].limit, takes[i].request, now);
 		all_allowed = all_allowed && takes[i].decision.allowed;
 	}
@@ -895,18 +900,9 @@ TakeAll(BucketTake *takes, int count)
 	for (int i = 0; i < count; i++)
 		InitLookup(&rows[i].lookup, takes[i].name, takes[i].key);
 
-	/* Until the latest committed versions deny, or grant with no writer in
-	 * flight: wait for such a writer, queued and holding no row.  The place
-	 * in the queue is kept until the rows are locked, so waiters are served
-	 * in turn. */
-	TupleQueue queue = {false, {}};
-	TransactionId writer;
-	ItemPointerData writer_tid;
-	bool all_allowed;
-	while ((all_allowed = LookAtAll(rels, takes, rows, count, &dirty, slot, &writer, &writer_tid)) &&
-	       TransactionIdIsValid(writer))
-		WaitForWriter(rels.heap, &queue, &writer_tid, writer);
-
+	/* A denial on the latest committed versions is final, with nothing
+	 * locked; a grant is decided again once every row is locked. */
+	bool all_allowed = LookAtAll(rels, takes, rows, count, &dirty, slot);
 	bool wrote = false;
 	if (all_allowed) {
 		/* Lock and write in a subtransaction, so that a denial found only
@@ -936,7 +932,6 @@ TakeAll(BucketTake *takes, int count)
 		CurrentResourceOwner = owner;
 		wrote = all_allowed;
 	}
-	LeaveTupleQueue(rels.heap, &queue);
 
 	if (!all_allowed) {
 		/* Nothing was taken, so every bucket reports what it holds. */
