@@ -241,14 +241,27 @@ LoadStateRelations(LOCKMODE mode)
 	table_close(heap, NoLock);
 }
 
-/* Opens the table and its indexes, (re)validating them if anything changed. */
+/*
+ * Opens the table and its indexes, (re)validating them if anything changed.
+ * Waiting for the table's lock (behind ALTER TABLE swapping in a new primary
+ * key, or DROP EXTENSION) may reveal that the cached OIDs are gone: they are
+ * used only once the lock is held and the cache is still valid.
+ */
 void
 OpenStateRelations(LOCKMODE mode, OpenRelations *rels)
 {
 	for (;;) {
 		if (!state_relations.valid)
 			LoadStateRelations(mode);
-		rels->heap = table_open(state_relations.heap_oid, mode);
+		rels->heap = try_relation_open(state_relations.heap_oid, mode);
+		if (rels->heap == NULL) {
+			state_relations.valid = false; /* dropped meanwhile: look it up again */
+			continue;
+		}
+		if (!state_relations.valid) {
+			table_close(rels->heap, NoLock);
+			continue;
+		}
 		rels->nindexes = state_relations.nindexes;
 		for (int i = 0; i < rels->nindexes; i++)
 			rels->indexes[i] = index_open(state_relations.index_oids[i], mode);
