@@ -88,6 +88,7 @@ constexpr int kMaxIndexes = 4;
  * invalidation touches the table or one of its indexes. */
 struct StateRelations {
 	bool valid;
+	uint64 invalidations; /* counts the invalidations that touched them */
 	Oid heap_oid;
 	int nindexes;
 	Oid index_oids[kMaxIndexes];
@@ -97,7 +98,7 @@ struct StateRelations {
 	MemoryContext context;
 };
 
-StateRelations state_relations = {false, InvalidOid, 0, {}, {}, 0, {}, NULL};
+StateRelations state_relations = {false, 0, InvalidOid, 0, {}, {}, 0, {}, NULL};
 
 /* The table and its indexes, open for one call. */
 struct OpenRelations {
@@ -136,6 +137,7 @@ InvalidateStateRelations(Datum, Oid relid)
 		ours = ours || relid == state_relations.index_oids[i];
 	if (ours) {
 		state_relations.valid = false;
+		state_relations.invalidations++;
 		/* A rewrite (TRUNCATE, VACUUM FULL) moves every TID. */
 		ForgetLatestVersions();
 	}
@@ -207,6 +209,11 @@ LoadStateRelations(LOCKMODE mode)
 		ReportStateTableMissing(kStateTable);
 
 	Relation heap = table_open(heap_oid, mode);
+	/* Opening the indexes may process an invalidation of the table or of an
+	 * index already read, making what was read stale: then this load is not
+	 * trusted, and the caller loads again. */
+	state_relations.heap_oid = heap_oid;
+	uint64 invalidations = state_relations.invalidations;
 	List *index_oids = CheckStateTable(heap);
 
 	if (state_relations.context == NULL)
@@ -234,10 +241,9 @@ LoadStateRelations(LOCKMODE mode)
 		ReportStateTableAltered(kStateTable, TableChange::kPrimaryKey);
 	fmgr_info_cxt(F_TEXTEQ, &state_relations.key_equal, state_relations.context);
 
-	state_relations.heap_oid = heap_oid;
 	state_relations.nindexes = nindexes;
 	state_relations.lookup = lookup;
-	state_relations.valid = true;
+	state_relations.valid = state_relations.invalidations == invalidations;
 	table_close(heap, NoLock);
 }
 
