@@ -169,7 +169,8 @@ EstimateMicros(const Limit &limit, std::int64_t stamp_us, std::int64_t now_us, d
 	    limit.phase_us + (FloorDiv(base - limit.phase_us, limit.window_us) + 1) * limit.window_us;
 	/* Overflow here is a long wait, not "never": tokens do arrive. */
 	double later = (windows - 1.0) * static_cast<double>(limit.window_us);
-	return AddWaits(static_cast<double>(next - now_us), later < kLargestWait ? later : kLargestWait);
+	return AddWaits(static_cast<double>(next - now_us),
+	                later < kLargestWait ? later : kLargestWait);
 }
 
 /*

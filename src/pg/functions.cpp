@@ -49,7 +49,6 @@ NullHint(const char *argument, bool has_max_reserved)
 }
 constexpr int kResultColumns = 5;
 
-
 struct BucketCall {
 	text *name;
 	text *key;

@@ -92,6 +92,7 @@ constexpr int kMaxIndexes = 8;
  * invalidation touches the table or one of its indexes. */
 struct StateRelations {
 	bool valid;
+	uint64 invalidations; /* counts the invalidations that touched them */
 	Oid heap_oid;
 	int nindexes;
 	Oid index_oids[kMaxIndexes];
@@ -101,7 +102,7 @@ struct StateRelations {
 	MemoryContext context;
 };
 
-StateRelations state_relations = {false, InvalidOid, 0, {}, {}, 0, {}, NULL};
+StateRelations state_relations = {false, 0, InvalidOid, 0, {}, {}, 0, {}, NULL};
 
 /* The table and its indexes, open for one call. */
 struct OpenRelations {
@@ -140,6 +141,7 @@ InvalidateStateRelations(Datum, Oid relid)
 		ours = ours || relid == state_relations.index_oids[i];
 	if (ours) {
 		state_relations.valid = false;
+		state_relations.invalidations++;
 		/* A rewrite (TRUNCATE, VACUUM FULL) moves every TID. */
 		ForgetLatestVersions();
 	}
@@ -211,6 +213,11 @@ LoadStateRelations(LOCKMODE mode)
 		ReportStateTableMissing(kStateTable);
 
 	Relation heap = table_open(heap_oid, mode);
+	/* Opening the indexes may process an invalidation of the table or of an
+	 * index already read, making what was read stale: then this load is not
+	 * trusted, and the caller loads again. */
+	state_relations.heap_oid = heap_oid;
+	uint64 invalidations = state_relations.invalidations;
 	List *index_oids = CheckStateTable(heap);
 
 	if (state_relations.context == NULL)
@@ -238,21 +245,29 @@ LoadStateRelations(LOCKMODE mode)
 		ReportStateTableAltered(kStateTable, TableChange::kPrimaryKey);
 	fmgr_info_cxt(F_TEXTEQ, &state_relations.key_equal, state_relations.context);
 
-	state_relations.heap_oid = heap_oid;
 	state_relations.nindexes = nindexes;
 	state_relations.lookup = lookup;
-	state_relations.valid = true;
+	state_relations.valid = state_relations.invalidations == invalidations;
 	table_close(heap, NoLock);
 }
 
-/* Opens the table and its indexes, (re)validating them if anything changed. */
+/*
+ * Opens the table and its indexes, (re)validating them if anything changed.
+ * Waiting for the table's lock (behind ALTER TABLE swapping in a new primary
+ * key, or DROP EXTENSION) may reveal that the cached OIDs are gone: they are
+ * used only once the lock is held and the cache is still valid.
+ */
 void
 OpenStateRelations(LOCKMODE mode, OpenRelations *rels)
 {
 	for (;;) {
 		if (!state_relations.valid)
 			LoadStateRelations(mode);
-		rels->heap = table_open(state_relations.heap_oid, mode);
+		rels->heap = try_relation_open(state_relations.heap_oid, mode);
+		if (rels->heap == NULL) {
+			state_relations.valid = false; /* dropped meanwhile: look it up again */
+			continue;
+		}
 		if (!state_relations.valid) {
 			/* Locking the table accepted an invalidation: an index cached
 			 * before it may be gone.  Reload under the table's lock. */
@@ -542,8 +557,8 @@ InsertIndexEntries(const OpenRelations &rels, text *name, text *key, ItemPointer
 		IndexInfo *info = state_relations.index_info[i];
 		if (!info->ii_ReadyForInserts)
 			continue;
-		(void)RlIndexInsert(rels.indexes[i], values, nulls, tid, rels.heap, check,
-		                    replaces_version, info);
+		(void)RlIndexInsert(rels.indexes[i], values, nulls, tid, rels.heap, check, replaces_version,
+		                    info);
 		RlIndexInsertCleanup(rels.indexes[i], info);
 	}
 }
@@ -715,8 +730,8 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 		}
 		if (!writes || !decision.write)
 			break;
-		TM_Result result = UpdateBucket(rels, lookup, &slot->tts_tid,
-		                                GetCurrentCommandId(true), decision.next);
+		TM_Result result =
+		    UpdateBucket(rels, lookup, &slot->tts_tid, GetCurrentCommandId(true), decision.next);
 		if (result == TM_Ok) {
 			wrote = true;
 			break;
@@ -800,9 +815,9 @@ LookAtAll(const OpenRelations &rels, BucketTake *takes, TakeRow *rows, int count
 	bool all_allowed = true;
 	for (int i = 0; i < count; i++) {
 		rows[i].exists = FindLatest(rels, &rows[i].lookup, dirty, slot, true, NULL);
-		rows[i].state = rows[i].exists ? ReadBucket(slot)
-		                               : NewBucket(takes[i].limit, takes[i].has_initial,
-		                                           takes[i].initial, now);
+		rows[i].state =
+		    rows[i].exists ? ReadBucket(slot)
+		                   : NewBucket(takes[i].limit, takes[i].has_initial, takes[i].initial, now);
 		takes[i].decision = core::Decide(rows[i].state, takes[i].limit, takes[i].request, now);
 		all_allowed = all_allowed && takes[i].decision.allowed;
 	}
@@ -844,8 +859,7 @@ LockAndTakeAll(const OpenRelations &rels, BucketTake *takes, TakeRow *rows, int 
 	bool all_allowed = true;
 	for (int i = 0; i < count; i++) {
 		if (!rows[i].exists)
-			rows[i].state =
-			    NewBucket(takes[i].limit, takes[i].has_initial, takes[i].initial, now);
+			rows[i].state = NewBucket(takes[i].limit, takes[i].has_initial, takes[i].initial, now);
 		takes[i].decision = core::Decide(rows[i].state, takes[i].limit, takes[i].request, now);
 		all_allowed = all_allowed && takes[i].decision.allowed;
 	}
