@@ -68,21 +68,34 @@ AddWaits(double a, double b) noexcept
 	return sum < kLargestWait ? sum : kLargestWait;
 }
 
+/* Window arithmetic is done in 128 bits: a window may be as long as int64
+ * microseconds allow, and a timestamp minus a phase, or a boundary plus a
+ * window, can then leave int64. */
+using Wide = __int128;
+
 /* floor(a / b) for b > 0, also for negative a. */
-std::int64_t
-FloorDiv(std::int64_t a, std::int64_t b) noexcept
+Wide
+FloorDiv(Wide a, Wide b) noexcept
 {
-	std::int64_t q = a / b;
+	Wide q = a / b;
 	return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+/* The first window boundary after `us`. */
+Wide
+NextBoundary(const Limit &limit, std::int64_t us) noexcept
+{
+	Wide phase = limit.phase_us;
+	return phase + (FloorDiv(Wide(us) - phase, limit.window_us) + 1) * limit.window_us;
 }
 
 /* Window boundaries in (from_us, to_us]. */
 std::int64_t
 BoundariesCrossed(const Limit &limit, std::int64_t from_us, std::int64_t to_us) noexcept
 {
-	/* Differences to the phase cannot overflow for PostgreSQL timestamps. */
-	return FloorDiv(to_us - limit.phase_us, limit.window_us) -
-	       FloorDiv(from_us - limit.phase_us, limit.window_us);
+	Wide phase = limit.phase_us;
+	return static_cast<std::int64_t>(FloorDiv(Wide(to_us) - phase, limit.window_us) -
+	                                 FloorDiv(Wide(from_us) - phase, limit.window_us));
 }
 
 /* Tokens one window adds. */
@@ -165,11 +178,10 @@ EstimateMicros(const Limit &limit, std::int64_t stamp_us, std::int64_t now_us, d
 		return kInfinity;
 	double windows = std::ceil((target - tokens) / per_window);
 	std::int64_t base = stamp_us > now_us ? stamp_us : now_us;
-	std::int64_t next =
-	    limit.phase_us + (FloorDiv(base - limit.phase_us, limit.window_us) + 1) * limit.window_us;
+	Wide next = NextBoundary(limit, base);
 	/* Overflow here is a long wait, not "never": tokens do arrive. */
 	double later = (windows - 1.0) * static_cast<double>(limit.window_us);
-	return AddWaits(static_cast<double>(next - now_us),
+	return AddWaits(static_cast<double>(next - Wide(now_us)),
 	                later < kLargestWait ? later : kLargestWait);
 }
 
@@ -189,12 +201,15 @@ WaitMicros(const Bucket &from, const Limit &limit, std::int64_t now_us, double e
 	if (limit.window_us > 0) {
 		/* Tokens arrive only at boundaries: try the estimated one and its
 		 * neighbours, earliest first. */
-		std::int64_t first = static_cast<std::int64_t>(estimate_us) - 2 * limit.window_us;
+		Wide first = Wide(static_cast<std::int64_t>(estimate_us)) - 2 * Wide(limit.window_us);
 		for (int k = 0; k < 6; k++) {
-			std::int64_t wait = first + k * limit.window_us;
+			Wide wait = first + k * Wide(limit.window_us);
 			if (wait < 1)
 				continue;
-			if (holds(Refill(from, limit, now_us + wait).tokens))
+			if (Wide(now_us) + wait > Wide(INT64_MAX))
+				break; /* beyond every timestamp */
+			std::int64_t at = static_cast<std::int64_t>(Wide(now_us) + wait);
+			if (holds(Refill(from, limit, at).tokens))
 				return static_cast<double>(wait);
 		}
 		return estimate_us;

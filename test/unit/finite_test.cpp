@@ -109,3 +109,37 @@ TEST(Finite, RefundReportsWhatItAdded)
 }
 
 } /* namespace */
+
+namespace {
+
+/* Fixed windows as long as int64 microseconds allow (a policy's `per` may
+ * be up to about 292,271 years): boundaries far from now, timestamps far
+ * from the phase, and no overflow on the way. */
+TEST(Finite, WindowsAsLongAsInt64Allows)
+{
+	const std::int64_t window = INT64_C(9223000000000000000);
+	Limit limit{1e6 / static_cast<double>(window), 5}; /* one token per window */
+	limit.window_us = window;
+	limit.phase_us = window - INT64_C(1000000); /* now - phase leaves int64 */
+	/* 1970-01-01 00:16:40 UTC, in microseconds since 2000-01-01. */
+	const std::int64_t now = INT64_C(-946684800000000) + INT64_C(1000000000);
+
+	/* Boundaries lie at phase + k * window: the next one after now is
+	 * phase - window, one second before 2000-01-01. */
+	const std::int64_t boundary = limit.phase_us - window;
+	ASSERT_EQ(boundary, INT64_C(-1000000));
+	Decision d = Decide(Bucket{0, now}, limit, Request{1.0, false, false, 0.0}, now);
+	ASSERT_FALSE(d.allowed);
+	EXPECT_EQ(d.retry_after, static_cast<double>(boundary - now) / 1e6);
+	EXPECT_GT(d.reset_after, 4 * 9.2e12); /* five windows: about 1.46 million years */
+
+	/* Crossing that boundary adds the window's token; the next boundary,
+	 * about 292,000 years later, still fits in int64. */
+	using ratelimit::core::Refill;
+	EXPECT_NEAR(Refill(Bucket{0, now}, limit, boundary - 1).tokens, 0.0, 1e-9);
+	EXPECT_NEAR(Refill(Bucket{0, now}, limit, boundary).tokens, 1.0, 1e-9);
+	EXPECT_NEAR(Refill(Bucket{0, now}, limit, boundary + window - 1).tokens, 1.0, 1e-9);
+	EXPECT_NEAR(Refill(Bucket{0, now}, limit, INT64_MAX).tokens, 2.0, 1e-9);
+}
+
+} /* namespace */
