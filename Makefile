@@ -24,7 +24,9 @@ REGRESS_OPTS = --inputdir=test --load-extension=$(EXTENSION)
 ISOLATION = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=test --load-extension=$(EXTENSION)
 
-PG_CPPFLAGS = -Isrc
+# The control file is the one version source: the module's magic block
+# (PostgreSQL 18) reads it through RATELIMIT_VERSION.
+PG_CPPFLAGS = -Isrc -DRATELIMIT_VERSION='"$(EXTVERSION)"'
 PG_CXXFLAGS = -std=c++17 -fno-exceptions -fno-rtti -Wno-register
 SHLIB_LINK += -lstdc++
 # JIT bitcode would need clang and ignores PG_CXXFLAGS; inlining a function

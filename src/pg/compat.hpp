@@ -82,9 +82,14 @@ extern "C" {
 #define RlReserveGucPrefix(prefix) EmitWarningsOnPlaceholders(prefix)
 #endif
 
+/* The extension's version, from ratelimit.control (the Makefile passes it). */
+#ifndef RATELIMIT_VERSION
+#error "RATELIMIT_VERSION must be defined: build with the project's Makefile"
+#endif
+
 /* 18 records the module's name and version in its magic block. */
 #if PG_VERSION_NUM >= 180000
-#define RlModuleMagic() PG_MODULE_MAGIC_EXT(.name = "ratelimit", .version = "0.2.0")
+#define RlModuleMagic() PG_MODULE_MAGIC_EXT(.name = "ratelimit", .version = RATELIMIT_VERSION)
 #else
 #define RlModuleMagic() PG_MODULE_MAGIC
 #endif
