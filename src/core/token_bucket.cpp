@@ -98,6 +98,23 @@ BoundariesCrossed(const Limit &limit, std::int64_t from_us, std::int64_t to_us) 
 	                                 FloorDiv(Wide(from_us) - phase, limit.window_us));
 }
 
+/* How far ahead of the clock a stamp may be before it restarts at the
+ * clock: an hour, or the time refill takes from empty to full if longer;
+ * +inf when the bucket never refills. */
+double
+RestartMicros(const Limit &limit) noexcept
+{
+	constexpr double kHour = 3600.0 * kMicros;
+	double rate = limit.rate > limit.floor_rate ? limit.rate : limit.floor_rate;
+	if (!(rate > 0.0))
+		return kInfinity;
+	double fill = limit.burst / rate * kMicros;
+	if (limit.window_us > 0) /* tokens arrive at window boundaries only */
+		fill = static_cast<double>(limit.window_us) *
+		       (std::ceil(fill / static_cast<double>(limit.window_us)) + 1.0);
+	return fill > kHour ? fill : kHour;
+}
+
 /* Tokens one window adds. */
 double
 PerWindow(const Limit &limit) noexcept
@@ -277,8 +294,16 @@ Refill(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept
 {
 	double tokens = stored.tokens < limit.burst ? stored.tokens : limit.burst;
 	std::int64_t elapsed = 0;
-	if (now_us <= stored.stamp_us)
+	if (now_us <= stored.stamp_us) {
+		/* A clock that stepped back: refill pauses until it catches up, so
+		 * no time is credited twice.  A stamp far further ahead (a fixed
+		 * clock set in the future, say) would freeze the bucket for no
+		 * gain: it restarts at the clock. */
+		if (static_cast<double>(stored.stamp_us) - static_cast<double>(now_us) >
+		    RestartMicros(limit))
+			return Bucket{tokens, now_us};
 		return Bucket{tokens, stored.stamp_us};
+	}
 	if (limit.window_us > 0) {
 		std::int64_t windows = BoundariesCrossed(limit, stored.stamp_us, now_us);
 		if (windows > 0) {
@@ -307,21 +332,25 @@ Decide(const Bucket &stored, const Limit &limit, const Request &request,
 {
 	Bucket current = Refill(stored, limit, now_us);
 
+	/* A stamp that restarted at the clock must be stored, even by a denial
+	 * or a look, or every later call would restart it again and the bucket
+	 * would never earn. */
+	const bool restarted = current.stamp_us < stored.stamp_us;
 	Decision d{};
 	d.allowed = Admits(current.tokens, limit, request);
 	if (d.allowed) {
 		double after = current.tokens - request.cost;
 		d.remaining = after;
-		d.write = request.cost > 0.0;
+		d.write = request.cost > 0.0 || restarted;
 		d.next = Bucket{after, current.stamp_us};
 	} else {
 		d.remaining = current.tokens;
-		d.write = false;
+		d.write = restarted;
 		d.next = current;
 	}
 	/* Waits are measured on what is stored after the call: the new state for
-	 * a grant, the untouched stored state for a denial. */
-	const Bucket &after_call = d.allowed ? d.next : stored;
+	 * a grant or a restart, the untouched stored state for a denial. */
+	const Bucket &after_call = d.write || d.allowed ? d.next : stored;
 
 	if (d.allowed) {
 		d.retry_after =

@@ -7,8 +7,9 @@
  * A bucket holds `tokens` (at most `burst`; negative while reserved debt is
  * outstanding) and the microsecond `stamp` up to which refill has been
  * credited.  Refill is continuous and lazy: tokens += rate * elapsed, capped
- * at burst.  Fractional tokens are kept; the stamp only ever moves forward,
- * so a clock that steps back pauses refill instead of minting tokens.
+ * at burst.  Fractional tokens are kept; the stamp moves forward only, so a
+ * clock that steps back pauses refill instead of minting tokens, except that
+ * a stamp more than an hour (and a full refill) ahead restarts at the clock.
  */
 #ifndef RATELIMIT_CORE_TOKEN_BUCKET_HPP
 #define RATELIMIT_CORE_TOKEN_BUCKET_HPP
@@ -62,7 +63,8 @@ struct Bucket {
 /* The answer to one call. */
 struct Decision {
 	bool allowed;
-	bool write;         /* granted with cost > 0: `next` must be stored */
+	bool write;         /* `next` must be stored: granted with cost > 0, or the
+	                       stamp restarted at the clock */
 	double remaining;   /* tokens after the call (negative = reserved debt) */
 	double retry_after; /* s: denied: until the same call succeeds; reserved: until
 	                       the work may start; otherwise 0.  +inf if never. */
@@ -80,11 +82,14 @@ Status Validate(const Limit &limit, const Request &request) noexcept;
 Bucket FullBucket(const Limit &limit, std::int64_t now_us) noexcept;
 
 /* Credits refill up to `now_us`.  Elapsed <= 0 adds nothing and keeps the
- * stamp; tokens never exceed burst (a lowered burst caps at once). */
+ * stamp, unless the stamp is further ahead of `now_us` than an hour and than
+ * refilling the whole burst takes: then the stamp restarts at `now_us`.  Tokens never
+ * exceed burst (a lowered burst caps at once). */
 Bucket Refill(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept;
 
 /* Refills `stored` to `now_us` and decides the request.  A denial leaves the
- * stored state as it is (write == false).  Requires Validate() == kOk. */
+ * stored state as it is (write == false), unless its stamp restarted at the
+ * clock (see Refill): then `next` must be stored.  Requires Validate() == kOk. */
 Decision Decide(const Bucket &stored, const Limit &limit, const Request &request,
                 std::int64_t now_us) noexcept;
 

@@ -720,7 +720,7 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 			break; /* the key is known already */
 
 		decision = Evaluate(operation, ReadBucket(slot), limit, ClockNow());
-		if (!decision.allowed)
+		if (!decision.allowed && (!writes || !decision.write))
 			break; /* lock-free denial on the latest committed version */
 		if (TransactionIdIsValid(dirty.xmax) && operation.kind != Operation::kPeek) {
 			/* Granted only if an in-flight writer leaves enough: wait for it
