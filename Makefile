@@ -8,6 +8,7 @@ EXTVERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION).
 MODULE_big = ratelimit
 OBJS = \
 	src/core/token_bucket.o \
+	src/pg/bucket_keys.o \
 	src/pg/clock.o \
 	src/pg/errors.o \
 	src/pg/functions.o \

@@ -9,6 +9,7 @@
 #include "pg/pg_includes.hpp"
 
 #include "core/token_bucket.hpp"
+#include "pg/bucket_keys.hpp"
 #include "pg/errors.hpp"
 #include "pg/policies.hpp"
 #include "pg/storage.hpp"
@@ -435,9 +436,6 @@ ShardedRefund(text *name, text *key, const Policy &policy, const core::Limit &li
 	return result;
 }
 
-/* Seed for the jitter hash, distinct from the new-key lock's. */
-constexpr uint64 kJitterSeed = 0x6A6974746572ULL;
-
 /* Take or check (name, key, cost) with policy `name`. */
 Datum
 PolicyDecision(FunctionCallInfo fcinfo, const char *function, Operation::Kind kind)
@@ -491,7 +489,7 @@ int
 ComparePositions(const void *a, const void *b, void *arg)
 {
 	const BucketTake *takes = static_cast<const BucketTake *>(arg);
-	return TakeOrder(&takes[*static_cast<const int *>(a)], &takes[*static_cast<const int *>(b)]);
+	return CompareBuckets(takes[*static_cast<const int *>(a)], takes[*static_cast<const int *>(b)]);
 }
 
 } /* namespace */
@@ -675,7 +673,7 @@ rate_limit_take_all(PG_FUNCTION_ARGS)
 	int buckets = 0;
 	for (int i = 0; i < count; i++) {
 		int position = sorted[i];
-		if (buckets > 0 && pg::TakeOrder(&takes[buckets - 1], &given[position]) == 0) {
+		if (buckets > 0 && pg::CompareBuckets(takes[buckets - 1], given[position]) == 0) {
 			pg::BucketTake &merged = takes[buckets - 1];
 			merged.request.cost += given[position].request.cost;
 			if (merged.request.cost > merged.limit.burst)
