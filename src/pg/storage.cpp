@@ -625,7 +625,7 @@ Evaluate(const Operation &operation, const core::Bucket &bucket, const core::Lim
 	if (operation.kind == Operation::kRefund)
 		return core::Refund(bucket, limit, operation.amount, now);
 	if (operation.kind == Operation::kRecordNew)
-		return core::Decide(bucket, limit, core::Request{0.0, false, false, 0.0}, now);
+		return core::Decide(bucket, limit, core::Request::Plain(0.0), now);
 	return core::Decide(bucket, limit, operation.request, now);
 }
 
@@ -921,7 +921,7 @@ TakeAll(BucketTake *takes, int count)
 	if (!all_allowed) {
 		/* Nothing was taken, so every bucket reports what it holds. */
 		TimestampTz now = ClockNow();
-		const core::Request look{0.0, false, false, 0.0};
+		const core::Request look = core::Request::Plain(0.0);
 		for (int i = 0; i < count; i++)
 			if (takes[i].decision.allowed)
 				takes[i].decision = core::Decide(rows[i].state, takes[i].limit, look, now);
