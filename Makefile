@@ -11,10 +11,12 @@ OBJS = \
 	src/pg/bucket_keys.o \
 	src/pg/clock.o \
 	src/pg/errors.o \
+	src/pg/fmgr_args.o \
 	src/pg/functions.o \
 	src/pg/module.o \
 	src/pg/policies.o \
-	src/pg/storage.o
+	src/pg/storage.o \
+	src/pg/take_all.o
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 PGFILEDESC = "ratelimit - transactional rate limiter"
 
