@@ -8,12 +8,15 @@ EXTVERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION).
 MODULE_big = ratelimit
 OBJS = \
 	src/core/token_bucket.o \
+	src/pg/bucket_keys.o \
 	src/pg/clock.o \
 	src/pg/errors.o \
+	src/pg/fmgr_args.o \
 	src/pg/functions.o \
 	src/pg/module.o \
 	src/pg/policies.o \
-	src/pg/storage.o
+	src/pg/storage.o \
+	src/pg/take_all.o
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 PGFILEDESC = "ratelimit - transactional rate limiter"
 

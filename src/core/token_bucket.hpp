@@ -52,6 +52,13 @@ struct Request {
 	bool reserve;
 	bool debt_capped;
 	double max_reserved;
+
+	/* A request for `cost` tokens without reservation. */
+	static constexpr Request
+	Plain(double cost) noexcept
+	{
+		return Request{cost, false, false, 0.0};
+	}
 };
 
 /* Stored state of one bucket. */

@@ -26,6 +26,7 @@
  */
 #include "pg/policies.hpp"
 
+#include "pg/bucket_keys.hpp"
 #include "pg/errors.hpp"
 #include "pg/storage.hpp"
 
@@ -67,9 +68,6 @@ constexpr ColumnSpec kColumns[kPolicyColumns] = {{"name", TEXTOID, false},
                                                  {"window_start_us", INT8OID, true},
                                                  {"floor_per_second", FLOAT8OID, false},
                                                  {"shards", INT4OID, false}};
-
-/* Seed of the hash that spreads keys' windows, distinct from the others. */
-constexpr uint64 kWindowSeed = 0x77696E646F77ULL;
 
 /* Most names cached as not defined; then the cache starts afresh, so that
  * calls with ever new names cannot grow it without bound. */

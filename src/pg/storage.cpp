@@ -469,8 +469,6 @@ struct BucketLookup {
 	ScanKeyData keys[2];
 };
 
-constexpr uint64 kNewKeySeed = 0;
-
 void
 InitLookup(BucketLookup *lookup, text *name, text *key)
 {
@@ -627,7 +625,7 @@ Evaluate(const Operation &operation, const core::Bucket &bucket, const core::Lim
 	if (operation.kind == Operation::kRefund)
 		return core::Refund(bucket, limit, operation.amount, now);
 	if (operation.kind == Operation::kRecordNew)
-		return core::Decide(bucket, limit, core::Request{0.0, false, false, 0.0}, now);
+		return core::Decide(bucket, limit, core::Request::Plain(0.0), now);
 	return core::Decide(bucket, limit, operation.request, now);
 }
 
@@ -644,15 +642,6 @@ bool
 StartsBelowFull(const Operation &operation, const core::Limit &limit)
 {
 	return operation.has_initial && operation.initial < limit.burst;
-}
-
-uint64
-BucketHash(text *name, text *key, uint64 seed)
-{
-	uint64 hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(name)),
-	                                  VARSIZE_ANY_EXHDR(name), seed);
-	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(key)),
-	                           VARSIZE_ANY_EXHDR(key), hash);
 }
 
 Oid
@@ -787,15 +776,6 @@ ResetBucket(text *name, text *key)
 
 namespace {
 
-int
-CompareText(text *a, text *b)
-{
-	int a_len = VARSIZE_ANY_EXHDR(a);
-	int b_len = VARSIZE_ANY_EXHDR(b);
-	int cmp = memcmp(VARDATA_ANY(a), VARDATA_ANY(b), Min(a_len, b_len));
-	return cmp != 0 ? cmp : (a_len > b_len) - (a_len < b_len);
-}
-
 /* What a multi-take knows of one row. */
 struct TakeRow {
 	BucketLookup lookup;
@@ -885,15 +865,6 @@ LockAndTakeAll(const OpenRelations &rels, BucketTake *takes, TakeRow *rows, int 
 
 } /* namespace */
 
-int
-TakeOrder(const void *a, const void *b)
-{
-	const BucketTake *x = static_cast<const BucketTake *>(a);
-	const BucketTake *y = static_cast<const BucketTake *>(b);
-	int cmp = CompareText(x->name, y->name);
-	return cmp != 0 ? cmp : CompareText(x->key, y->key);
-}
-
 bool
 TakeAll(BucketTake *takes, int count)
 {
@@ -950,7 +921,7 @@ TakeAll(BucketTake *takes, int count)
 	if (!all_allowed) {
 		/* Nothing was taken, so every bucket reports what it holds. */
 		TimestampTz now = ClockNow();
-		const core::Request look{0.0, false, false, 0.0};
+		const core::Request look = core::Request::Plain(0.0);
 		for (int i = 0; i < count; i++)
 			if (takes[i].decision.allowed)
 				takes[i].decision = core::Decide(rows[i].state, takes[i].limit, look, now);

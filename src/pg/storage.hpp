@@ -11,6 +11,7 @@
 #include "pg/pg_includes.hpp"
 
 #include "core/token_bucket.hpp"
+#include "pg/bucket_keys.hpp"
 
 namespace ratelimit::pg {
 
@@ -33,9 +34,6 @@ struct Operation {
 /* True if a key never seen under `operation` starts below a full bucket: its
  * first sighting must then be stored, or it would never start earning. */
 bool StartsBelowFull(const Operation &operation, const core::Limit &limit);
-
-/* A 64-bit hash of bucket (name, key); each use passes its own seed. */
-uint64 BucketHash(text *name, text *key, uint64 seed);
 
 /* The OID of relation `relname` in the extension's schema, or InvalidOid. */
 Oid StateRelationOid(const char *relname);
@@ -62,16 +60,13 @@ struct BucketTake {
 };
 
 /* Takes from every bucket of `takes` or from none, in the caller's
- * transaction.  `takes` must be sorted by TakeOrder and free of duplicates:
+ * transaction.  `takes` must be sorted by CompareBuckets and free of duplicates:
  * rows are locked in that order, so overlapping calls cannot deadlock.
  * Returns whether all were granted; each decision says how that bucket
  * stands (after the take if granted, as it is otherwise).  A denial leaves
  * no lock and no new version behind (keys never seen that start below a full
  * bucket are recorded, as for a single take). */
 bool TakeAll(BucketTake *takes, int count);
-
-/* The canonical order of buckets: name, then key, bytewise (qsort style). */
-int TakeOrder(const void *a, const void *b);
 
 /* Deletes the bucket so that its next use starts full.  True if it existed. */
 bool ResetBucket(text *name, text *key);

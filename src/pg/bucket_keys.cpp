@@ -1,0 +1,41 @@
+/*
+ * src/pg/bucket_keys.cpp
+ *
+ * Bucket hashes and the canonical order of buckets.
+ */
+#include "pg/bucket_keys.hpp"
+
+#include "pg/storage.hpp"
+
+namespace ratelimit::pg {
+
+namespace {
+
+int
+CompareText(text *a, text *b)
+{
+	int a_len = VARSIZE_ANY_EXHDR(a);
+	int b_len = VARSIZE_ANY_EXHDR(b);
+	int cmp = memcmp(VARDATA_ANY(a), VARDATA_ANY(b), Min(a_len, b_len));
+	return cmp != 0 ? cmp : (a_len > b_len) - (a_len < b_len);
+}
+
+} /* namespace */
+
+uint64
+BucketHash(text *name, text *key, uint64 seed)
+{
+	uint64 hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(name)),
+	                                  VARSIZE_ANY_EXHDR(name), seed);
+	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(key)),
+	                           VARSIZE_ANY_EXHDR(key), hash);
+}
+
+int
+CompareBuckets(const BucketTake &a, const BucketTake &b)
+{
+	int cmp = CompareText(a.name, b.name);
+	return cmp != 0 ? cmp : CompareText(a.key, b.key);
+}
+
+} /* namespace ratelimit::pg */

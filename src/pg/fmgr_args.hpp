@@ -1,0 +1,131 @@
+/*
+ * src/pg/fmgr_args.hpp
+ *
+ * The fmgr codec of the SQL-callable functions: each SQL signature is a
+ * table of its arguments (which may be NULL, and the hint when one is NULL
+ * that may not be), decoded into a plain struct; the checks every call
+ * makes of its arguments and of where it runs; and the result rows.
+ */
+#ifndef RATELIMIT_PG_FMGR_ARGS_HPP
+#define RATELIMIT_PG_FMGR_ARGS_HPP
+
+#include "pg/pg_includes.hpp"
+
+#include "core/token_bucket.hpp"
+
+namespace ratelimit::pg {
+
+/* One argument of a SQL signature. */
+struct ArgSpec {
+	const char *name;
+	const char *null_hint; /* hint of the 22004 error when it is NULL */
+};
+
+/* ArgSpec.null_hint of an argument for which NULL is a value. */
+constexpr const char *kNullAllowed = NULL;
+
+/* A SQL-callable function: its name, as errors show it, and its arguments
+ * in SQL order. */
+struct Signature {
+	const char *function;
+	const ArgSpec *args;
+	int count;
+};
+
+/* rate_limit_take and rate_limit_check (name, key, cost, rate, burst,
+ * reserve, max_reserved), with a limit of their own. */
+extern const Signature kTakeSignature;
+extern const Signature kCheckSignature;
+/* rate_limit_take and rate_limit_check (name, key, cost) of policy name. */
+extern const Signature kTakePolicySignature;
+extern const Signature kCheckPolicySignature;
+/* rate_limit_refund (name, key, amount, rate, burst). */
+extern const Signature kRefundSignature;
+/* rate_limit_refund (name, key, amount) of policy name. */
+extern const Signature kRefundPolicySignature;
+/* rate_limit_reset (name, key). */
+extern const Signature kResetSignature;
+/* rate_limit_take_all (names, keys, costs). */
+extern const Signature kTakeAllSignature;
+
+/* A take or check with its own limit (kTakeSignature, kCheckSignature):
+ * valid numbers, for a name that no policy governs. */
+struct BucketCall {
+	text *name;
+	text *key;
+	core::Limit limit;
+	core::Request request;
+};
+BucketCall DecodeBucketCall(FunctionCallInfo fcinfo, const Signature &signature);
+
+/* A refund with its own limit (kRefundSignature): valid numbers, for a name
+ * that no policy governs. */
+struct RefundCall {
+	text *name;
+	text *key;
+	core::Limit limit;
+	double amount;
+};
+RefundCall DecodeRefundCall(FunctionCallInfo fcinfo);
+
+/* A take or check under policy name (kTakePolicySignature,
+ * kCheckPolicySignature); the cost is checked against the policy later. */
+struct PolicyCall {
+	text *name;
+	text *key;
+	double cost;
+};
+PolicyCall DecodePolicyCall(FunctionCallInfo fcinfo, const Signature &signature);
+
+/* A refund under policy name (kRefundPolicySignature): a valid amount. */
+struct PolicyRefundCall {
+	text *name;
+	text *key;
+	double amount;
+};
+PolicyRefundCall DecodePolicyRefundCall(FunctionCallInfo fcinfo);
+
+/* A bucket named by (name, key) alone (kResetSignature). */
+struct KeyCall {
+	text *name;
+	text *key;
+};
+KeyCall DecodeKeyCall(FunctionCallInfo fcinfo);
+
+/* The arrays of rate_limit_take_all (kTakeAllSignature), not yet looked into. */
+struct TakeAllCall {
+	ArrayType *names;
+	ArrayType *keys;
+	ArrayType *costs; /* NULL: a cost of 1 for each limit */
+};
+TakeAllCall DecodeTakeAllCall(FunctionCallInfo fcinfo);
+
+/* 22023 / 54000: an empty or over-long name, an over-long key. */
+void CheckNameAndKey(text *name, text *key);
+
+/* The error of core::Validate(limit, request), if any. */
+void CheckRequest(const core::Limit &limit, const core::Request &request);
+
+/* 25006 on a standby, where bucket state cannot be read (its unlogged table
+ * is empty); RequireWritable also raises 25006 in a read-only transaction and
+ * 25000 in parallel mode. */
+void RequirePrimary(const Signature &signature);
+void RequireWritable(const Signature &signature);
+
+/* The rate_limit_decision row of `decision` under `limit`. */
+Datum DecisionDatum(FunctionCallInfo fcinfo, const core::Decision &decision,
+                    const core::Limit &limit);
+
+/* A rate_limit_all_decision row. */
+struct AllDecision {
+	bool allowed;
+	double retry_after;
+	text *binding_name;
+	text *binding_key;
+	ArrayType *remaining; /* float8[]: one per limit given, in argument order */
+};
+Datum AllDecisionDatum(FunctionCallInfo fcinfo, const AllDecision &decision);
+
+} /* namespace ratelimit::pg */
+
+#endif

@@ -1,0 +1,170 @@
+/*
+ * src/pg/take_all.cpp
+ *
+ * The planning of rate_limit_take_all around storage's TakeAll: one
+ * BucketTake per limit given, sorted into the canonical order and merged
+ * per bucket, then the binding limit and the result row.  Only plain data
+ * (palloc'd arrays) is alive here.
+ */
+#include "pg/take_all.hpp"
+
+#include "pg/bucket_keys.hpp"
+#include "pg/errors.hpp"
+#include "pg/policies.hpp"
+#include "pg/storage.hpp"
+
+namespace ratelimit::pg {
+
+namespace {
+
+/* Most limits one rate_limit_take_all call takes: rows it locks at once. */
+constexpr int kMaxLimits = 64;
+
+/* Elements of a one-dimensional array argument, none NULL. */
+int
+ArrayElements(ArrayType *array, Oid type, int16 length, bool by_value, char align, const char *what,
+              Datum **elements)
+{
+	bool *nulls;
+	int count;
+	if (ARR_NDIM(array) > 1)
+		ReportBadLimitList(psprintf("%s has %d dimensions.", what, ARR_NDIM(array)));
+	deconstruct_array(array, type, length, by_value, align, elements, &nulls, &count);
+	for (int i = 0; i < count; i++)
+		if (nulls[i])
+			ReportNullArgument(kTakeAllSignature.function, psprintf("%s[%d]", what, i + 1),
+			                   "Every element of names, keys and costs needs a value.");
+	return count;
+}
+
+/* The BucketTake of limit `i` of `list`, under its policy. */
+BucketTake
+ResolveLimit(const LimitList &list, int i)
+{
+	text *name = DatumGetTextPP(list.names[i]);
+	text *key = DatumGetTextPP(list.keys[i]);
+	CheckNameAndKey(name, key);
+	Policy policy = LookupPolicy(name);
+	if (policy.shards > 1)
+		ReportShardedTakeAll(text_to_cstring(name));
+	core::Limit limit = PolicyLimit(policy, name, key);
+	core::Request request =
+	    core::Request::Plain(list.costs != NULL ? DatumGetFloat8(list.costs[i]) : 1.0);
+	CheckRequest(limit, request);
+	return BucketTake{
+	    name, key, limit, request, policy.has_initial, policy.initial, core::Decision{}};
+}
+
+/* qsort_arg comparator over positions into a BucketTake array. */
+int
+ComparePositions(const void *a, const void *b, void *arg)
+{
+	const BucketTake *takes = static_cast<const BucketTake *>(arg);
+	return CompareBuckets(takes[*static_cast<const int *>(a)], takes[*static_cast<const int *>(b)]);
+}
+
+/*
+ * The distinct buckets of `given` (one per limit given), in canonical order,
+ * into `takes`; `bucket_of[i]` is the bucket of limit i.  The costs of a
+ * bucket given more than once add up.  Returns how many buckets there are.
+ */
+int
+MergeRepeats(const BucketTake *given, int count, BucketTake *takes, int *bucket_of)
+{
+	int *sorted = static_cast<int *>(palloc(sizeof(int) * count));
+	for (int i = 0; i < count; i++)
+		sorted[i] = i;
+	qsort_arg(sorted, count, sizeof(int), ComparePositions, const_cast<BucketTake *>(given));
+
+	int buckets = 0;
+	for (int i = 0; i < count; i++) {
+		int position = sorted[i];
+		if (buckets > 0 && CompareBuckets(takes[buckets - 1], given[position]) == 0) {
+			BucketTake &merged = takes[buckets - 1];
+			merged.request.cost += given[position].request.cost;
+			if (merged.request.cost > merged.limit.burst)
+				ReportMergedCostExceedsBurst(text_to_cstring(merged.name),
+				                             text_to_cstring(merged.key), merged.limit.burst);
+		} else {
+			takes[buckets++] = given[position];
+		}
+		bucket_of[position] = buckets - 1;
+	}
+	for (int b = 0; b < buckets; b++)
+		CheckRequest(takes[b].limit, takes[b].request);
+	return buckets;
+}
+
+/* The limit given (its position) that decided the answer: denied, the one
+ * to wait longest for; granted, the one left with the smallest share of its
+ * burst.  Ties: the first given. */
+int
+BindingLimit(const BucketTake *takes, const int *bucket_of, int count, bool allowed)
+{
+	int binding = 0;
+	for (int i = 1; i < count; i++) {
+		const BucketTake &t = takes[bucket_of[i]];
+		const BucketTake &best = takes[bucket_of[binding]];
+		bool better =
+		    allowed
+		        ? t.decision.remaining / t.limit.burst < best.decision.remaining / best.limit.burst
+		        : (!t.decision.allowed &&
+		           (best.decision.allowed || t.decision.retry_after > best.decision.retry_after));
+		if (better)
+			binding = i;
+	}
+	return binding;
+}
+
+} /* namespace */
+
+LimitList
+ReadLimitList(const TakeAllCall &call)
+{
+	LimitList list;
+	list.costs = NULL;
+	list.count = ArrayElements(call.names, TEXTOID, -1, false, TYPALIGN_INT, "names", &list.names);
+	int key_count = ArrayElements(call.keys, TEXTOID, -1, false, TYPALIGN_INT, "keys", &list.keys);
+	int cost_count = list.count;
+	if (call.costs != NULL)
+		cost_count = ArrayElements(call.costs, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+		                           "costs", &list.costs);
+	if (list.count == 0)
+		ReportBadLimitList("No limit was given.");
+	if (key_count != list.count || cost_count != list.count)
+		ReportBadLimitList(psprintf("The lengths of names, keys and costs are %d, %d and %d.",
+		                            list.count, key_count, cost_count));
+	if (list.count > kMaxLimits)
+		ReportTooManyLimits(list.count, kMaxLimits);
+	return list;
+}
+
+AllDecision
+TakeAllLimits(const LimitList &list)
+{
+	const int count = list.count;
+	BucketTake *given = static_cast<BucketTake *>(palloc0(sizeof(BucketTake) * count));
+	for (int i = 0; i < count; i++)
+		given[i] = ResolveLimit(list, i);
+
+	BucketTake *takes = static_cast<BucketTake *>(palloc0(sizeof(BucketTake) * count));
+	int *bucket_of = static_cast<int *>(palloc(sizeof(int) * count));
+	int buckets = MergeRepeats(given, count, takes, bucket_of);
+
+	bool allowed = TakeAll(takes, buckets);
+
+	const BucketTake &bound = takes[bucket_of[BindingLimit(takes, bucket_of, count, allowed)]];
+	Datum *remaining = static_cast<Datum *>(palloc(sizeof(Datum) * count));
+	for (int i = 0; i < count; i++)
+		remaining[i] = Float8GetDatum(takes[bucket_of[i]].decision.remaining);
+	AllDecision decision;
+	decision.allowed = allowed;
+	decision.retry_after = allowed ? 0.0 : bound.decision.retry_after;
+	decision.binding_name = bound.name;
+	decision.binding_key = bound.key;
+	decision.remaining =
+	    construct_array(remaining, count, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	return decision;
+}
+
+} /* namespace ratelimit::pg */

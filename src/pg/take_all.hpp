@@ -1,0 +1,37 @@
+/*
+ * src/pg/take_all.hpp
+ *
+ * rate_limit_take_all: several limits taken all or nothing.  The limits
+ * given are checked, resolved to their policies and merged per bucket (the
+ * costs of a bucket named twice add up), storage takes them in one canonical
+ * order, and the limit that decided the answer is reported.
+ */
+#ifndef RATELIMIT_PG_TAKE_ALL_HPP
+#define RATELIMIT_PG_TAKE_ALL_HPP
+
+#include "pg/pg_includes.hpp"
+
+#include "pg/fmgr_args.hpp"
+
+namespace ratelimit::pg {
+
+/* The limits of one call: (names[i], keys[i], costs[i]) for i < count. */
+struct LimitList {
+	int count;
+	Datum *names;
+	Datum *keys;
+	Datum *costs; /* NULL: a cost of 1 each */
+};
+
+/* The elements of the call's arrays: one-dimensional, without NULLs, of
+ * one length, at least one and at most the most one call may take. */
+LimitList ReadLimitList(const TakeAllCall &call);
+
+/* Takes every limit of `list` under its policy, or none, in the caller's
+ * transaction; the binding limit is the one to wait longest for when denied,
+ * the one left with the smallest share of its burst when granted. */
+AllDecision TakeAllLimits(const LimitList &list);
+
+} /* namespace ratelimit::pg */
+
+#endif
