@@ -135,22 +135,6 @@ CreditContinuous(const Limit &limit, double tokens, double elapsed_us) noexcept
 	return added >= limit.burst - tokens ? limit.burst : tokens + added;
 }
 
-/* The one admission rule: may `request` be granted from `tokens`?  Never
- * when the balance left would not be a finite number: a debt beyond float8
- * could never be repaid, and the row would be locked out for good. */
-bool
-Admits(double tokens, const Limit &limit, const Request &request) noexcept
-{
-	double after = tokens - request.cost;
-	if (after >= 0.0)
-		return true;
-	if (!std::isfinite(after))
-		return false;
-	if (!request.reserve || !(limit.rate > 0.0 || limit.floor_rate > 0.0))
-		return false; /* without refill a debt is never repaid */
-	return !(request.debt_capped && -after > request.max_reserved);
-}
-
 /* Closed-form guess of the wait until `tokens` (held at `stamp_us`, refilled
  * to now) reach `target`: exact for continuous refill up to rounding, and
  * the right window boundary for fixed windows.  WaitMicros() corrects it. */
@@ -264,6 +248,21 @@ Validate(const Limit &limit, const Request &request) noexcept
 	if (request.reserve && request.debt_capped && request.cost > limit.burst + request.max_reserved)
 		return Status::kCostExceedsDebtCap;
 	return Status::kOk;
+}
+
+/* Never when the balance left would not be a finite number: a debt beyond
+ * float8 could never be repaid, and the row would be locked out for good. */
+bool
+Admits(double tokens, const Limit &limit, const Request &request) noexcept
+{
+	double after = tokens - request.cost;
+	if (after >= 0.0)
+		return true;
+	if (!std::isfinite(after))
+		return false;
+	if (!request.reserve || !(limit.rate > 0.0 || limit.floor_rate > 0.0))
+		return false; /* without refill a debt is never repaid */
+	return !(request.debt_capped && -after > request.max_reserved);
 }
 
 Bucket

@@ -83,6 +83,10 @@ Bucket FullBucket(const Limit &limit, std::int64_t now_us) noexcept;
  * stamp; tokens never exceed burst (a lowered burst caps at once). */
 Bucket Refill(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept;
 
+/* The one admission rule: may `request` be granted from a bucket holding
+ * `tokens` (refilled to now)?  Decide() and the shard plans ask only this. */
+bool Admits(double tokens, const Limit &limit, const Request &request) noexcept;
+
 /* Refills `stored` to `now_us` and decides the request.  A denial leaves the
  * stored state as it is (write == false).  Requires Validate() == kOk. */
 Decision Decide(const Bucket &stored, const Limit &limit, const Request &request,
