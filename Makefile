@@ -14,6 +14,7 @@ OBJS = \
 	src/pg/functions.o \
 	src/pg/module.o \
 	src/pg/policies.o \
+	src/pg/sharding.o \
 	src/pg/storage.o
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 PGFILEDESC = "ratelimit - transactional rate limiter"

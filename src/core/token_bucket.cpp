@@ -294,12 +294,6 @@ Refill(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept
 	return Bucket{tokens, now_us};
 }
 
-double
-SecondsUntil(double tokens, double target, double rate) noexcept
-{
-	return MicrosUntil(tokens, target, rate) / kMicros;
-}
-
 Decision
 Decide(const Bucket &stored, const Limit &limit, const Request &request,
        std::int64_t now_us) noexcept

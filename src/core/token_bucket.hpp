@@ -108,11 +108,6 @@ Status ValidateRefund(double amount) noexcept;
  * `retry_after`, rounded up to whole microseconds; 0 and +inf unchanged. */
 double Jittered(double retry_after, double fraction, std::uint64_t key_hash) noexcept;
 
-/* Seconds until `tokens` has refilled to `target` at `rate`, rounded up to
- * whole microseconds so that waiting that long is always enough: 0 when
- * already there, +inf when rate is 0, finite for any positive rate. */
-double SecondsUntil(double tokens, double target, double rate) noexcept;
-
 } /* namespace ratelimit::core */
 
 #endif
