@@ -167,9 +167,11 @@ ResetShards(text *name, text *key, const Policy &policy)
 {
 	if (policy.shards <= 1)
 		return false;
+	int order[kMaxShards];
+	core::ShardOrder(policy.shards, order);
 	bool existed = false;
-	for (int s = 0; s < policy.shards; s++)
-		if (ResetBucket(name, ShardKey(key, s)))
+	for (int i = 0; i < policy.shards; i++)
+		if (ResetBucket(name, ShardKey(key, order[i])))
 			existed = true;
 	return existed;
 }

@@ -42,7 +42,7 @@ core::Decision ShardedRefund(text *name, text *key, const Policy &policy, const 
                              double amount);
 
 /* Deletes every shard row of `key` under `policy` (none if it is not
- * sharded).  True if any existed. */
+ * sharded), in canonical order.  True if any existed. */
 bool ResetShards(text *name, text *key, const Policy &policy);
 
 } /* namespace ratelimit::pg */
