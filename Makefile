@@ -7,6 +7,7 @@ EXTVERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION).
 
 MODULE_big = ratelimit
 OBJS = \
+	src/core/shards.o \
 	src/core/token_bucket.o \
 	src/pg/bucket_keys.o \
 	src/pg/clock.o \
@@ -15,6 +16,7 @@ OBJS = \
 	src/pg/functions.o \
 	src/pg/module.o \
 	src/pg/policies.o \
+	src/pg/sharding.o \
 	src/pg/storage.o \
 	src/pg/take_all.o
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)

@@ -152,22 +152,6 @@ CreditContinuous(const Limit &limit, double tokens, double elapsed_us) noexcept
 	return added >= limit.burst - tokens ? limit.burst : tokens + added;
 }
 
-/* The one admission rule: may `request` be granted from `tokens`?  Never
- * when the balance left would not be a finite number: a debt beyond float8
- * could never be repaid, and the row would be locked out for good. */
-bool
-Admits(double tokens, const Limit &limit, const Request &request) noexcept
-{
-	double after = tokens - request.cost;
-	if (after >= 0.0)
-		return true;
-	if (!std::isfinite(after))
-		return false;
-	if (!request.reserve || !(limit.rate > 0.0 || limit.floor_rate > 0.0))
-		return false; /* without refill a debt is never repaid */
-	return !(request.debt_capped && -after > request.max_reserved);
-}
-
 /* Closed-form guess of the wait until `tokens` (held at `stamp_us`, refilled
  * to now) reach `target`: exact for continuous refill up to rounding, and
  * the right window boundary for fixed windows.  WaitMicros() corrects it. */
@@ -283,6 +267,21 @@ Validate(const Limit &limit, const Request &request) noexcept
 	return Status::kOk;
 }
 
+/* Never when the balance left would not be a finite number: a debt beyond
+ * float8 could never be repaid, and the row would be locked out for good. */
+bool
+Admits(double tokens, const Limit &limit, const Request &request) noexcept
+{
+	double after = tokens - request.cost;
+	if (after >= 0.0)
+		return true;
+	if (!std::isfinite(after))
+		return false;
+	if (!request.reserve || !(limit.rate > 0.0 || limit.floor_rate > 0.0))
+		return false; /* without refill a debt is never repaid */
+	return !(request.debt_capped && -after > request.max_reserved);
+}
+
 Bucket
 FullBucket(const Limit &limit, std::int64_t now_us) noexcept
 {
@@ -318,12 +317,6 @@ Refill(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept
 	if (tokens > limit.burst)
 		tokens = limit.burst;
 	return Bucket{tokens, now_us};
-}
-
-double
-SecondsUntil(double tokens, double target, double rate) noexcept
-{
-	return MicrosUntil(tokens, target, rate) / kMicros;
 }
 
 Decision

@@ -94,6 +94,10 @@ Bucket FullBucket(const Limit &limit, std::int64_t now_us) noexcept;
  * exceed burst (a lowered burst caps at once). */
 Bucket Refill(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept;
 
+/* The one admission rule: may `request` be granted from a bucket holding
+ * `tokens` (refilled to now)?  Decide() and the shard plans ask only this. */
+bool Admits(double tokens, const Limit &limit, const Request &request) noexcept;
+
 /* Refills `stored` to `now_us` and decides the request.  A denial leaves the
  * stored state as it is (write == false), unless its stamp restarted at the
  * clock (see Refill): then `next` must be stored.  Requires Validate() == kOk. */
@@ -115,11 +119,6 @@ Status ValidateRefund(double amount) noexcept;
  * same jitter and different keys spread out.  Never shorter than
  * `retry_after`, rounded up to whole microseconds; 0 and +inf unchanged. */
 double Jittered(double retry_after, double fraction, std::uint64_t key_hash) noexcept;
-
-/* Seconds until `tokens` has refilled to `target` at `rate`, rounded up to
- * whole microseconds so that waiting that long is always enough: 0 when
- * already there, +inf when rate is 0, finite for any positive rate. */
-double SecondsUntil(double tokens, double target, double rate) noexcept;
 
 } /* namespace ratelimit::core */
 

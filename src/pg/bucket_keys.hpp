@@ -26,13 +26,6 @@ uint64 BucketHash(text *name, text *key, uint64 seed);
  * bytewise.  Negative, zero or positive, as a before, is, or follows b. */
 int CompareBuckets(const BucketTake &a, const BucketTake &b);
 
-/* CompareBuckets through pointers to BucketTake (qsort's shape). */
-inline int
-TakeOrder(const void *a, const void *b)
-{
-	return CompareBuckets(*static_cast<const BucketTake *>(a), *static_cast<const BucketTake *>(b));
-}
-
 } /* namespace ratelimit::pg */
 
 #endif

@@ -14,6 +14,7 @@
 #include "pg/errors.hpp"
 #include "pg/fmgr_args.hpp"
 #include "pg/policies.hpp"
+#include "pg/sharding.hpp"
 #include "pg/storage.hpp"
 #include "pg/take_all.hpp"
 
@@ -32,184 +33,6 @@ PG_FUNCTION_INFO_V1(rate_limit_take_all);
 namespace ratelimit::pg {
 
 namespace {
-
-/* The row key of shard `shard` of bucket key `key`: the key, U+001F, the
- * shard's number.  Shard rows are ordinary buckets of the same name. */
-text *
-ShardKey(text *key, int shard)
-{
-	char suffix[16];
-	int suffix_bytes = snprintf(suffix, sizeof(suffix), "\x1f%d", shard);
-	int key_bytes = VARSIZE_ANY_EXHDR(key);
-	text *result = static_cast<text *>(palloc(VARHDRSZ + key_bytes + suffix_bytes));
-	SET_VARSIZE(result, VARHDRSZ + key_bytes + suffix_bytes);
-	memcpy(VARDATA(result), VARDATA_ANY(key), key_bytes);
-	memcpy(VARDATA(result) + key_bytes, suffix, suffix_bytes);
-	return result;
-}
-
-/* Each of `shards` rows holds and refills its share of the limit, so
- * together they admit what the whole limit admits. */
-core::Limit
-ShardLimit(core::Limit limit, int shards)
-{
-	limit.rate /= shards;
-	limit.burst /= shards;
-	limit.floor_rate /= shards;
-	return limit;
-}
-
-/*
- * A take or check on a key split over several rows: look, without waiting,
- * at two shards picked at random and take from the richer; when neither has
- * enough alone, take from both at once (all or nothing, locked in canonical
- * order).  Callers of a hot key thus spread over the rows instead of queueing
- * on one.  remaining is estimated from the two shards seen; retry_after and
- * reset_after are estimates for them.
- */
-core::Decision
-ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &limit,
-                Operation::Kind kind, double cost)
-{
-	const int shards = policy.shards;
-	const core::Limit shard = ShardLimit(limit, shards);
-	if (cost > 2.0 * shard.burst)
-		ReportShardedCost(cost, 2.0 * shard.burst, shards);
-	const double initial = policy.initial / shards;
-	const core::Request nothing{0.0, false, false, 0.0};
-
-	int first = RlRandomBelow(shards);
-	int second = (first + 1 + RlRandomBelow(shards - 1)) % shards;
-	text *keys[2] = {ShardKey(key, first), ShardKey(key, second)};
-	double tokens[2];
-	for (int s = 0; s < 2; s++)
-		tokens[s] = DecideBucket(name, keys[s], shard,
-		                         {Operation::kPeek, nothing, 0.0, policy.has_initial, initial})
-		                .remaining;
-	const int richer = tokens[1] > tokens[0] ? 1 : 0;
-	const int other = 1 - richer;
-	double after[2] = {tokens[0], tokens[1]};
-	bool allowed = false;
-	double from_richer = cost < tokens[richer] ? cost : tokens[richer];
-
-	if (kind == Operation::kCheck) {
-		allowed = tokens[richer] >= cost || (tokens[other] > 0.0 && tokens[0] + tokens[1] >= cost);
-		if (allowed) {
-			after[richer] -= from_richer;
-			after[other] -= cost - from_richer;
-		}
-	} else {
-		if (tokens[richer] >= cost) {
-			core::Request request{cost, false, false, 0.0};
-			core::Decision d =
-			    DecideBucket(name, keys[richer], shard,
-			                 {Operation::kTake, request, 0.0, policy.has_initial, initial});
-			allowed = d.allowed;
-			after[richer] = d.remaining;
-			from_richer = d.remaining < cost ? d.remaining : cost;
-		}
-		if (!allowed && from_richer > 0.0 && tokens[other] > 0.0 &&
-		    from_richer + tokens[other] >= cost) {
-			BucketTake takes[2] = {{name,
-			                        keys[richer],
-			                        shard,
-			                        {from_richer, false, false, 0.0},
-			                        policy.has_initial,
-			                        initial,
-			                        core::Decision{}},
-			                       {name,
-			                        keys[other],
-			                        shard,
-			                        {cost - from_richer, false, false, 0.0},
-			                        policy.has_initial,
-			                        initial,
-			                        core::Decision{}}};
-			int order[2] = {richer, other};
-			if (TakeOrder(&takes[0], &takes[1]) > 0) {
-				BucketTake swapped = takes[0];
-				takes[0] = takes[1];
-				takes[1] = swapped;
-				order[0] = other;
-				order[1] = richer;
-			}
-			allowed = TakeAll(takes, 2);
-			for (int t = 0; t < 2; t++)
-				after[order[t]] = takes[t].decision.remaining;
-		}
-	}
-
-	/* Denied shards never seen before still start earning now; recorded in
-	 * canonical order, like any two rows one transaction writes. */
-	const Operation record{Operation::kRecordNew, nothing, 0.0, policy.has_initial, initial};
-	if (!allowed && kind == Operation::kTake && StartsBelowFull(record, shard)) {
-		BucketTake pair[2] = {{name, keys[0], shard, nothing, false, 0.0, core::Decision{}},
-		                      {name, keys[1], shard, nothing, false, 0.0, core::Decision{}}};
-		const int lower = TakeOrder(&pair[0], &pair[1]) <= 0 ? 0 : 1;
-		(void)DecideBucket(name, keys[lower], shard, record);
-		(void)DecideBucket(name, keys[1 - lower], shard, record);
-	}
-
-	core::Decision result{};
-	result.allowed = allowed;
-	result.remaining = (after[0] + after[1]) / 2.0 * shards;
-	if (!allowed)
-		result.retry_after = core::SecondsUntil(tokens[0] + tokens[1], cost, 2.0 * shard.rate);
-	for (int s = 0; s < 2; s++) {
-		double full = core::SecondsUntil(after[s], shard.burst, shard.rate);
-		if (full > result.reset_after)
-			result.reset_after = full;
-	}
-	return result;
-}
-
-/* Shard numbers 0..shards-1 in the canonical (bytewise) order of their row
- * keys, the order in which rows are locked. */
-void
-ShardOrder(int shards, int *order)
-{
-	char names[kMaxShards][8];
-	for (int s = 0; s < shards; s++) {
-		order[s] = s;
-		snprintf(names[s], sizeof(names[s]), "%d", s);
-	}
-	for (int i = 1; i < shards; i++)
-		for (int j = i; j > 0 && strcmp(names[order[j - 1]], names[order[j]]) > 0; j--) {
-			int swap = order[j];
-			order[j] = order[j - 1];
-			order[j - 1] = swap;
-		}
-}
-
-/*
- * A refund of a key split over several rows: `amount` goes to the shards
- * with room for it, shard after shard in canonical order, so that exactly
- * what the whole limit can hold is given back (never more than its burst).
- * remaining and reset_after cover every shard.
- */
-core::Decision
-ShardedRefund(text *name, text *key, const Policy &policy, const core::Limit &limit, double amount)
-{
-	const int shards = policy.shards;
-	const core::Limit shard = ShardLimit(limit, shards);
-	const core::Request nothing{0.0, false, false, 0.0};
-	int order[kMaxShards];
-	ShardOrder(shards, order);
-
-	core::Decision result{};
-	result.allowed = true;
-	double left = amount;
-	for (int i = 0; i < shards; i++) {
-		Operation operation{left > 0.0 ? Operation::kRefund : Operation::kPeek, nothing, left,
-		                    policy.has_initial, policy.initial / shards};
-		core::Decision d = DecideBucket(name, ShardKey(key, order[i]), shard, operation);
-		if (operation.kind == Operation::kRefund)
-			left -= d.refunded;
-		result.remaining += d.remaining;
-		if (d.reset_after > result.reset_after)
-			result.reset_after = d.reset_after;
-	}
-	return result;
-}
 
 /* A take writes its bucket; a check only reads it, on the primary. */
 void
@@ -284,9 +107,8 @@ rate_limit_reset(PG_FUNCTION_ARGS)
 	pg::RequireWritable(pg::kResetSignature);
 	bool existed = pg::ResetBucket(call.name, call.key);
 	pg::Policy policy;
-	if (pg::FindPolicy(call.name, &policy) && policy.shards > 1)
-		for (int s = 0; s < policy.shards; s++)
-			existed |= pg::ResetBucket(call.name, pg::ShardKey(call.key, s));
+	if (pg::FindPolicy(call.name, &policy) && pg::ResetShards(call.name, call.key, policy))
+		existed = true;
 	PG_RETURN_BOOL(existed);
 }
 

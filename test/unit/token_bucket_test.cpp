@@ -25,7 +25,6 @@ using ratelimit::core::FullBucket;
 using ratelimit::core::Limit;
 using ratelimit::core::Refill;
 using ratelimit::core::Request;
-using ratelimit::core::SecondsUntil;
 using ratelimit::core::Status;
 using ratelimit::core::Validate;
 
@@ -650,34 +649,6 @@ TEST(Decide, Int64OverflowBackwardIsDefined)
 		    std::exit(sane ? 0 : 1);
 	    },
 	    ::testing::ExitedWithCode(0), "");
-}
-
-/* ------------------------------------------------------------ SecondsUntil */
-
-struct SecondsUntilCase {
-	const char *what;
-	double tokens;
-	double target;
-	double rate;
-	double expected;
-};
-
-const SecondsUntilCase kSecondsUntilCases[] = {
-    {"already there", 5, 5, 1, 0},
-    {"above target", 6, 5, 0, 0},
-    {"rate zero", 0, 1, 0, kInf},
-    {"whole seconds", 0, 3, 1, 3},
-    {"rounds up", 0, 1, 3, 0.333334},
-    {"from debt", -2, 0, 4, 0.5},
-    {"tiny gap is one microsecond", 0, 1e-12, 1, 1e-6},
-};
-
-TEST(SecondsUntil, MatchesHandComputedCases)
-{
-	for (const SecondsUntilCase &c : kSecondsUntilCases) {
-		SCOPED_TRACE(c.what);
-		EXPECT_EQ(SecondsUntil(c.tokens, c.target, c.rate), c.expected);
-	}
 }
 
 /* ----------------------------------------------------------- extreme numbers */

@@ -1,0 +1,50 @@
+/*
+ * src/pg/sharding.hpp
+ *
+ * Keys of a sharded policy, split over several rows of ratelimit.buckets:
+ * the PostgreSQL side of src/core/shards.hpp.  It reads shard rows, carries
+ * out the core's plan through storage and reports the answer.
+ */
+#ifndef RATELIMIT_PG_SHARDING_HPP
+#define RATELIMIT_PG_SHARDING_HPP
+
+#include "pg/pg_includes.hpp"
+
+#include "core/token_bucket.hpp"
+#include "pg/policies.hpp"
+#include "pg/storage.hpp"
+
+namespace ratelimit::pg {
+
+/* The row key of shard `shard` of bucket key `key`: the key, U+001F, the
+ * shard's number.  Shard rows are ordinary buckets of the same name. */
+text *ShardKey(text *key, int shard);
+
+/*
+ * A take or check (`kind`) of `cost` on a key split over policy.shards rows
+ * under `limit`, the whole key's: looks, without waiting, at two shards
+ * picked at random and takes from the richer; when neither has enough alone,
+ * takes from both at once (all or nothing, locked in canonical order).
+ * Callers of a hot key thus spread over the rows instead of queueing on one.
+ * remaining is estimated from the two shards seen; retry_after and
+ * reset_after are exact for them (core::ShardOutcome).
+ */
+core::Decision ShardedDecision(text *name, text *key, const Policy &policy,
+                               const core::Limit &limit, Operation::Kind kind, double cost);
+
+/*
+ * A refund of a key split over several rows: `amount` goes to the shards
+ * with room for it, shard after shard in canonical order, so that exactly
+ * what the whole limit can hold is given back (never more than its burst).
+ * remaining and reset_after cover every shard.
+ */
+core::Decision ShardedRefund(text *name, text *key, const Policy &policy, const core::Limit &limit,
+                             double amount);
+
+/* Deletes every shard row of `key` under `policy` (none if it is not
+ * sharded), in canonical order.  True if any existed. */
+bool ResetShards(text *name, text *key, const Policy &policy);
+
+} /* namespace ratelimit::pg */
+
+#endif
