@@ -501,7 +501,10 @@ FindLatest(const OpenRelations &rels, BucketLookup *lookup, Snapshot dirty, Tupl
 				return true;
 			if (new_key != NULL)
 				ReleaseNewKeyLock(new_key);
-			XactLockTableWait(dirty->xmin, rels.heap, &slot->tts_tid, XLTW_None);
+			/* Wait holding no buffer pin, so the page can be pruned. */
+			ItemPointerData tid = slot->tts_tid;
+			ExecClearTuple(slot);
+			XactLockTableWait(dirty->xmin, rels.heap, &tid, XLTW_None);
 			continue;
 		}
 		if (!sure || moves++ >= kMissRetries ||
@@ -714,7 +717,9 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 		if (TransactionIdIsValid(dirty.xmax) && operation.kind != Operation::kPeek) {
 			/* Granted only if an in-flight writer leaves enough: wait for it
 			 * (queued, holding nothing) and decide again. */
-			WaitForWriter(rels.heap, &queue, &slot->tts_tid, dirty.xmax);
+			ItemPointerData tid = slot->tts_tid;
+			ExecClearTuple(slot); /* no buffer pin while waiting: the page can be pruned */
+			WaitForWriter(rels.heap, &queue, &tid, dirty.xmax);
 			continue;
 		}
 		if (!writes || !decision.write)
