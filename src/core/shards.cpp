@@ -1,8 +1,9 @@
 /*
  * src/core/shards.cpp
  *
- * The two-choice plan over a key's shards.  A plan is decided on the two
- * shards' balances refilled to now (Refill) with the one admission rule
+ * Plans over a key's shards: the richest of those looked at serves a call
+ * alone when it can, the richest ones together otherwise.  A plan is decided
+ * on the shards' balances refilled to now (Refill) with the one admission rule
  * (Admits); the waits it reports are searched on the same plan at later
  * instants, so whatever refill a shard has (continuous, fixed windows, a
  * floor rate, capped at its burst), "wait retry_after, then retry" is granted.
@@ -22,56 +23,57 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr double kMicros = static_cast<double>(kMicrosPerSecond);
 constexpr std::int64_t kEndOfTime = std::numeric_limits<std::int64_t>::max();
 
-/* The kind, richer shard and costs of a plan on balances `tokens`; with
- * `richer` >= 0 only a split with that shard as the richer (or a denial). */
-ShardPlan
-PlanOnBalances(const double tokens[2], int richer, const Limit &shard, double cost) noexcept
+/* The kind of a plan on balances `tokens` of `count` shards, with what it
+ * takes from each into take[0 .. count - 1]; *richest: the richest shard. */
+ShardPlan::Kind
+Spread(const double *tokens, int count, const Limit &shard, double cost, double *take,
+       int *richest) noexcept
 {
-	ShardPlan plan{};
-	plan.kind = ShardPlan::kDeny;
-	const bool split_only = richer >= 0;
-	if (!split_only)
-		richer = tokens[1] > tokens[0] ? 1 : 0;
-	const int other = 1 - richer;
-	plan.richer = richer;
-	if (!split_only && Admits(tokens[richer], shard, Request::Plain(cost))) {
-		plan.kind = ShardPlan::kRicher;
-		plan.cost[richer] = cost;
-		return plan;
+	/* Shards from the richest down; the first of equals first. */
+	int order[kMaxShards] = {};
+	for (int s = 0; s < count; s++) {
+		take[s] = 0.0;
+		order[s] = s;
+		for (int j = s; j > 0 && tokens[order[j]] > tokens[order[j - 1]]; j--) {
+			const int swap = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = swap;
+		}
 	}
-	/* All the richer holds (never more than the cost), the rest from the other. */
-	const double from_richer = cost < tokens[richer] ? cost : tokens[richer];
-	const double from_other = cost - from_richer;
-	if (from_richer > 0.0 && Admits(tokens[richer], shard, Request::Plain(from_richer)) &&
-	    Admits(tokens[other], shard, Request::Plain(from_other))) {
-		plan.kind = ShardPlan::kSplit;
-		plan.cost[richer] = from_richer;
-		plan.cost[other] = from_other;
+	*richest = order[0];
+	if (Admits(tokens[order[0]], shard, Request::Plain(cost))) {
+		take[order[0]] = cost;
+		return ShardPlan::kOne;
 	}
-	return plan;
-}
-
-ShardPlan
-Plan(const Bucket seen[2], int richer, const Limit &shard, double cost,
-     std::int64_t now_us) noexcept
-{
-	const double tokens[2] = {Refill(seen[0], shard, now_us).tokens,
-	                          Refill(seen[1], shard, now_us).tokens};
-	ShardPlan plan = PlanOnBalances(tokens, richer, shard, cost);
-	for (int s = 0; s < 2; s++) {
-		const double take = plan.kind == ShardPlan::kDeny ? 0.0 : plan.cost[s];
-		plan.after[s] = Decide(seen[s], shard, Request::Plain(take), now_us).next;
+	/* All each holds (never more than is left to pay), richest first. */
+	double left = cost;
+	for (int i = 0; i < count && left > 0.0; i++) {
+		const int s = order[i];
+		const double piece = left < tokens[s] ? left : tokens[s];
+		if (!(piece > 0.0) || !Admits(tokens[s], shard, Request::Plain(piece)))
+			break;
+		take[s] = piece;
+		left -= piece;
 	}
-	return plan;
+	if (left > 0.0) {
+		for (int s = 0; s < count; s++)
+			take[s] = 0.0;
+		return ShardPlan::kDeny;
+	}
+	return ShardPlan::kSeveral;
 }
 
 /* Whether a plan on `states` at `at_us` would serve `cost`. */
 bool
-Grants(const Bucket states[2], const Limit &shard, double cost, std::int64_t at_us) noexcept
+Grants(const Bucket *states, int count, const Limit &shard, double cost,
+       std::int64_t at_us) noexcept
 {
-	const double tokens[2] = {Refill(states[0], shard, at_us).tokens,
-	                          Refill(states[1], shard, at_us).tokens};
-	return PlanOnBalances(tokens, -1, shard, cost).kind != ShardPlan::kDeny;
+	double tokens[kMaxShards] = {};
+	double take[kMaxShards];
+	int richest = 0;
+	for (int s = 0; s < count; s++)
+		tokens[s] = Refill(states[s], shard, at_us).tokens;
+	return Spread(tokens, count, shard, cost, take, &richest) != ShardPlan::kDeny;
 }
 
 /* Whole microseconds until `state` holds all it will ever hold: its burst,
@@ -89,27 +91,30 @@ MicrosToSettle(const Bucket &state, const Limit &shard, std::int64_t now_us) noe
 /*
  * The smallest wait w (whole µs) after which Grants() holds for `states`.
  * A plan can only change while a shard still refills, so if it does not
- * grant once both have settled it never will.  In between, a bisection keeps
+ * grant once all have settled it never will.  In between, a bisection keeps
  * "denied at lo, granted at hi" and ends with hi = lo + 1: waiting hi is
  * enough and a microsecond less is not.
  */
 double
-RetryMicros(const Bucket states[2], const Limit &shard, double cost, std::int64_t now_us) noexcept
+RetryMicros(const Bucket *states, int count, const Limit &shard, double cost,
+            std::int64_t now_us) noexcept
 {
-	if (Grants(states, shard, cost, now_us))
+	if (Grants(states, count, shard, cost, now_us))
 		return 0.0;
 	/* The last instant there is: waits end there at the latest. */
 	const std::int64_t room = kEndOfTime - (now_us > 0 ? now_us : 0);
-	double settle = MicrosToSettle(states[0], shard, now_us);
-	const double settle_other = MicrosToSettle(states[1], shard, now_us);
-	if (settle_other > settle)
-		settle = settle_other;
+	double settle = 0.0;
+	for (int s = 0; s < count; s++) {
+		const double micros = MicrosToSettle(states[s], shard, now_us);
+		if (micros > settle)
+			settle = micros;
+	}
 	settle = std::ceil(settle); /* whole µs, back from seconds */
 	std::int64_t hi = settle < static_cast<double>(room) ? static_cast<std::int64_t>(settle) : room;
 	if (hi < 1)
 		hi = 1;
-	if (!Grants(states, shard, cost, now_us + hi)) {
-		if (!(shard.rate > 0.0) || !(cost <= 2.0 * shard.burst))
+	if (!Grants(states, count, shard, cost, now_us + hi)) {
+		if (!(shard.rate > 0.0) || !(cost <= count * shard.burst))
 			return kInfinity;
 		/* It gets there, but only beyond the last int64 microsecond. */
 		return std::numeric_limits<double>::max();
@@ -117,7 +122,7 @@ RetryMicros(const Bucket states[2], const Limit &shard, double cost, std::int64_
 	std::int64_t lo = 0;
 	while (hi - lo > 1) {
 		const std::int64_t mid = lo + (hi - lo) / 2;
-		if (Grants(states, shard, cost, now_us + mid))
+		if (Grants(states, count, shard, cost, now_us + mid))
 			hi = mid;
 		else
 			lo = mid;
@@ -154,35 +159,40 @@ ShareOfShard(const Limit &whole, double initial, int shards) noexcept
 }
 
 ShardPlan
-PlanShards(const Bucket seen[2], const Limit &shard, double cost, std::int64_t now_us) noexcept
+PlanShards(const Bucket *seen, int count, const Limit &shard, double cost,
+           std::int64_t now_us) noexcept
 {
-	return Plan(seen, -1, shard, cost, now_us);
-}
-
-ShardPlan
-PlanSplit(const Bucket seen[2], int richer, const Limit &shard, double cost,
-          std::int64_t now_us) noexcept
-{
-	return Plan(seen, richer, shard, cost, now_us);
+	ShardPlan plan{};
+	double tokens[kMaxShards] = {};
+	for (int s = 0; s < count; s++)
+		tokens[s] = Refill(seen[s], shard, now_us).tokens;
+	plan.kind = Spread(tokens, count, shard, cost, plan.cost, &plan.richest);
+	for (int s = 0; s < count; s++)
+		plan.after[s] = Decide(seen[s], shard, Request::Plain(plan.cost[s]), now_us).next;
+	return plan;
 }
 
 Decision
-ShardOutcome(bool allowed, const Bucket after[2], const Limit &shard, int shards, double cost,
+ShardOutcome(bool allowed, const Bucket *after, int count, const Limit &shard, double cost,
              std::int64_t now_us) noexcept
 {
 	Decision result{};
 	result.allowed = allowed;
-	double sum = 0.0;
-	for (int s = 0; s < 2; s++) {
+	for (int s = 0; s < count; s++) {
 		const Decision look = Decide(after[s], shard, Request::Plain(0.0), now_us);
-		sum += look.remaining;
+		result.remaining += look.remaining;
 		if (look.reset_after > result.reset_after)
 			result.reset_after = look.reset_after;
 	}
-	result.remaining = sum / 2.0 * shards;
 	if (!allowed)
-		result.retry_after = RetryMicros(after, shard, cost, now_us) / kMicros;
+		result.retry_after = RetryMicros(after, count, shard, cost, now_us) / kMicros;
 	return result;
+}
+
+bool
+NeedsEveryShard(double seen_remaining, double cost) noexcept
+{
+	return !(seen_remaining >= cost && seen_remaining >= 1.0);
 }
 
 int

@@ -5,7 +5,9 @@
  * heap, time passed in.  Each of a key's `shards` buckets holds and refills
  * a 1/shards share of its limit, so together they admit what the whole
  * limit admits.  A call looks at two shards and takes from the richer; when
- * neither holds enough alone it takes from both at once.  Every decision
+ * that cannot serve it, it looks at every shard and takes from the richest,
+ * as few as can serve it, so that it is denied only when the whole limit
+ * cannot serve it.  Every decision
  * goes through Refill and Admits, the rules of a single bucket, so fixed
  * windows and floor rates hold for shards as they do for whole keys.
  */
@@ -26,40 +28,49 @@ struct ShardShare {
 
 ShardShare ShareOfShard(const Limit &whole, double initial, int shards) noexcept;
 
-/* How a call is spread over the two shards it looked at. */
+/* Most shards a key may be split over. */
+constexpr int kMaxShards = 64;
+
+/* How a call is spread over the shards it looks at. */
 struct ShardPlan {
 	enum Kind {
-		kDeny,   /* neither alone nor both together can serve it */
-		kRicher, /* all of the cost from the richer shard */
-		kSplit   /* what the richer holds from it, the rest from the other */
+		kDeny,   /* together they cannot serve it */
+		kOne,    /* all of the cost from the richest shard */
+		kSeveral /* all the richest hold, then the next richest, until it is paid */
 	} kind;
-	int richer;     /* the shard (0 or 1) that holds more; ties: 0 */
-	double cost[2]; /* what to take from each shard (0 from one left alone) */
-	Bucket
-	    after[2]; /* each shard once the plan is carried out (denied: as seen, refilled to now) */
+	int richest;              /* the shard that holds most; ties: the first */
+	double cost[kMaxShards];  /* what to take from each shard (0 from one left alone) */
+	Bucket after[kMaxShards]; /* each shard once the plan is carried out (denied: as
+	                             seen, refilled to now) */
 };
 
-/* The plan for taking `cost` (no reservation) from two shards whose stored
- * states are `seen`, each limited by `shard`, at `now_us`. */
-ShardPlan PlanShards(const Bucket seen[2], const Limit &shard, double cost,
+/*
+ * The plan for taking `cost` (no reservation) from `count` shards (1 to
+ * kMaxShards) whose stored states are `seen`, each limited by `shard`, at
+ * `now_us`: from the richest alone if it can serve it, otherwise from the
+ * richest ones, as few as can (shard order breaks ties), all or nothing.
+ * Over every shard of a key it denies only when the key cannot serve the
+ * cost.
+ */
+ShardPlan PlanShards(const Bucket *seen, int count, const Limit &shard, double cost,
                      std::int64_t now_us) noexcept;
 
-/* Like PlanShards, but only a split with `richer` as the richer shard, or a
- * denial: what is left once a take from the richer alone was denied on its
- * latest state (`seen[richer]`). */
-ShardPlan PlanSplit(const Bucket seen[2], int richer, const Limit &shard, double cost,
-                    std::int64_t now_us) noexcept;
-
 /*
- * The answer to a sharded call of `cost` whose two shards stand at `after`
- * once it is done.  remaining estimates the whole key from the two shards
- * seen: their mean times `shards`.  retry_after, when denied, is the
+ * The answer to a sharded call of `cost` that looked at `count` shards,
+ * standing at `after` once it is done.  remaining is what they hold
+ * together: the key's when they are all of its shards, otherwise at least
+ * that much is left (no shard holds less than nothing).  reset_after is the
+ * time until all of them are full.  retry_after, when denied, is the
  * shortest whole-microsecond wait after which PlanShards on these states
- * grants the same cost (+inf if it never will); reset_after is the time
- * until both shards are full.
+ * grants the same cost (+inf if it never will).
  */
-Decision ShardOutcome(bool allowed, const Bucket after[2], const Limit &shard, int shards,
-                      double cost, std::int64_t now_us) noexcept;
+Decision ShardOutcome(bool allowed, const Bucket *after, int count, const Limit &shard, double cost,
+                      std::int64_t now_us) noexcept;
+
+/* Whether a call that saw only some shards must count them all: what the
+ * ones it saw hold (`seen_remaining`) is below its cost, or below one token,
+ * so the key may still serve it while they show too little. */
+bool NeedsEveryShard(double seen_remaining, double cost) noexcept;
 
 /* The canonical order of shard numbers: the bytewise order of their decimal
  * forms (1, 10, 11, 2, ...), which is the order of their buckets' keys and

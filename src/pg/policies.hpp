@@ -10,12 +10,13 @@
 
 #include "pg/pg_includes.hpp"
 
+#include "core/shards.hpp"
 #include "core/token_bucket.hpp"
 
 namespace ratelimit::pg {
 
 /* Most rows a key may be split over (policies_shards_check). */
-constexpr int kMaxShards = 64;
+constexpr int kMaxShards = core::kMaxShards;
 
 /* A stored policy: its limit, the balance of a new key, the jitter. */
 struct Policy {

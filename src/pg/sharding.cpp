@@ -30,37 +30,75 @@ ShardOperation(Operation::Kind kind, const core::Request &request, double amount
 	return Operation{kind, request, amount, policy.has_initial, share.initial};
 }
 
-/* Positions 0 and 1 of two shards in canonical order. */
-void
-PairOrder(const int numbers[2], int order[2])
+/* Shard `number` of `key` as it stands, without waiting for a writer. */
+core::Bucket
+PeekShard(text *name, text *key, int number, const Policy &policy, const core::ShardShare &share)
 {
-	const bool swapped = core::CompareShards(numbers[0], numbers[1]) > 0;
-	order[0] = swapped ? 1 : 0;
-	order[1] = swapped ? 0 : 1;
+	return DecideBucket(name, ShardKey(key, number), share.limit,
+	                    ShardOperation(Operation::kPeek, kNothing, 0.0, policy, share))
+	    .next;
 }
 
-/* Takes plan.cost[s] from shard s, both or neither; after[s]: how each stands. */
+/* Takes plan.cost[s] from every shard s the plan draws on, all or none, in
+ * canonical order; after[s]: how each of them stands. */
 bool
-TakeFromBoth(text *name, text *const keys[2], const int numbers[2], const Policy &policy,
-             const core::ShardShare &share, const core::ShardPlan &plan, core::Bucket after[2])
+TakeFromShards(text *name, text *key, const Policy &policy, const core::ShardShare &share,
+               const core::ShardPlan &plan, core::Bucket *after)
 {
-	int order[2];
-	PairOrder(numbers, order);
-	BucketTake takes[2];
-	for (int t = 0; t < 2; t++) {
-		const int s = order[t];
-		takes[t] = BucketTake{name,
-		                      keys[s],
-		                      share.limit,
-		                      core::Request::Plain(plan.cost[s]),
-		                      policy.has_initial,
-		                      share.initial,
-		                      core::Decision{}};
+	int order[kMaxShards];
+	core::ShardOrder(policy.shards, order);
+	BucketTake takes[kMaxShards];
+	int numbers[kMaxShards];
+	int count = 0;
+	for (int i = 0; i < policy.shards; i++) {
+		const int s = order[i];
+		if (!(plan.cost[s] > 0.0))
+			continue;
+		numbers[count] = s;
+		takes[count++] = BucketTake{name,
+		                            ShardKey(key, s),
+		                            share.limit,
+		                            core::Request::Plain(plan.cost[s]),
+		                            policy.has_initial,
+		                            share.initial,
+		                            core::Decision{}};
 	}
-	const bool allowed = TakeAll(takes, 2);
-	for (int t = 0; t < 2; t++)
-		after[order[t]] = takes[t].decision.next;
+	const bool allowed = TakeAll(takes, count);
+	for (int t = 0; t < count; t++)
+		after[numbers[t]] = takes[t].decision.next;
 	return allowed;
+}
+
+/* How often a call over every shard plans again when others took what it
+ * counted on before it could lock the rows. */
+constexpr int kEveryShardAttempts = 4;
+
+/*
+ * `kind` over every shard of `key`: from the richest ones, as few as can
+ * serve `cost`, or denied when together they cannot.  all[s]: how shard s
+ * stands once it is done.
+ */
+bool
+DecideOverEveryShard(text *name, text *key, const Policy &policy, const core::ShardShare &share,
+                     Operation::Kind kind, double cost, core::Bucket *all)
+{
+	for (int attempt = 0; attempt < kEveryShardAttempts; attempt++) {
+		for (int s = 0; s < policy.shards; s++)
+			all[s] = PeekShard(name, key, s, policy, share);
+		const core::ShardPlan plan =
+		    core::PlanShards(all, policy.shards, share.limit, cost, ClockNow());
+		if (plan.kind == core::ShardPlan::kDeny)
+			return false;
+		if (kind == Operation::kCheck) {
+			for (int s = 0; s < policy.shards; s++)
+				all[s] = plan.after[s];
+			return true;
+		}
+		if (TakeFromShards(name, key, policy, share, plan, all))
+			return true;
+	}
+	/* Still taken from under it: denied on the latest states it saw. */
+	return false;
 }
 
 } /* namespace */
@@ -88,53 +126,58 @@ ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &
 	if (cost > 2.0 * shard.burst)
 		ReportShardedCost(cost, 2.0 * shard.burst, shards);
 
+	/* Two shards picked at random, as they stand; the richer serves the call
+	 * alone if it can. */
 	int numbers[2];
 	numbers[0] = RlRandomBelow(shards);
 	numbers[1] = (numbers[0] + 1 + RlRandomBelow(shards - 1)) % shards;
-	text *keys[2] = {ShardKey(key, numbers[0]), ShardKey(key, numbers[1])};
-	/* Each shard as it stands, then as the call leaves it. */
-	core::Bucket after[2];
-	for (int s = 0; s < 2; s++)
-		after[s] = DecideBucket(name, keys[s], shard,
-		                        ShardOperation(Operation::kPeek, kNothing, 0.0, policy, share))
-		               .next;
-	core::ShardPlan plan = core::PlanShards(after, shard, cost, ClockNow());
+	core::Bucket pair[2];
+	for (int p = 0; p < 2; p++)
+		pair[p] = PeekShard(name, key, numbers[p], policy, share);
+	const core::ShardPlan plan = core::PlanShards(pair, 2, shard, cost, ClockNow());
 	bool allowed = false;
-
-	if (kind == Operation::kCheck) {
-		allowed = plan.kind != core::ShardPlan::kDeny;
-		if (allowed)
-			for (int s = 0; s < 2; s++)
-				after[s] = plan.after[s];
-	} else {
-		if (plan.kind == core::ShardPlan::kRicher) {
-			const int richer = plan.richer;
-			core::Decision d = DecideBucket(name, keys[richer], shard,
-			                                ShardOperation(Operation::kTake,
-			                                               core::Request::Plain(plan.cost[richer]),
-			                                               0.0, policy, share));
+	if (plan.kind == core::ShardPlan::kOne) {
+		const int p = plan.richest;
+		if (kind == Operation::kCheck) {
+			allowed = true;
+			pair[p] = plan.after[p];
+		} else {
+			core::Decision d = DecideBucket(
+			    name, ShardKey(key, numbers[p]), shard,
+			    ShardOperation(Operation::kTake, core::Request::Plain(cost), 0.0, policy, share));
 			allowed = d.allowed;
-			after[richer] = d.next;
-			/* Others took from it meanwhile: what it still holds, and the rest
-			 * from the other shard. */
-			if (!allowed)
-				plan = core::PlanSplit(after, richer, shard, cost, ClockNow());
+			pair[p] = d.next;
 		}
-		if (plan.kind == core::ShardPlan::kSplit)
-			allowed = TakeFromBoth(name, keys, numbers, policy, share, plan, after);
+	}
+
+	core::Bucket all[kMaxShards];
+	if (allowed) {
+		/* Granted: the two shards tell enough unless they hold less than the
+		 * call, when the rest may hold what they lack. */
+		const core::Decision answer = core::ShardOutcome(true, pair, 2, shard, cost, ClockNow());
+		if (!core::NeedsEveryShard(answer.remaining, cost))
+			return answer;
+		for (int s = 0; s < shards; s++)
+			all[s] = s == numbers[0]   ? pair[0]
+			         : s == numbers[1] ? pair[1]
+			                           : PeekShard(name, key, s, policy, share);
+	} else {
+		/* Neither can serve it alone (or others took from the richer first):
+		 * the whole key decides. */
+		allowed = DecideOverEveryShard(name, key, policy, share, kind, cost, all);
 	}
 
 	/* Denied shards never seen before still start earning now; recorded in
-	 * canonical order, like any two rows one transaction writes. */
+	 * canonical order, like any rows one transaction writes. */
 	const Operation record = ShardOperation(Operation::kRecordNew, kNothing, 0.0, policy, share);
 	if (!allowed && kind == Operation::kTake && StartsBelowFull(record, shard)) {
-		int order[2];
-		PairOrder(numbers, order);
-		for (int t = 0; t < 2; t++)
-			(void)DecideBucket(name, keys[order[t]], shard, record);
+		int order[kMaxShards];
+		core::ShardOrder(shards, order);
+		for (int i = 0; i < shards; i++)
+			(void)DecideBucket(name, ShardKey(key, order[i]), shard, record);
 	}
 
-	return core::ShardOutcome(allowed, after, shard, shards, cost, ClockNow());
+	return core::ShardOutcome(allowed, all, shards, shard, cost, ClockNow());
 }
 
 core::Decision

@@ -23,11 +23,14 @@ text *ShardKey(text *key, int shard);
 /*
  * A take or check (`kind`) of `cost` on a key split over policy.shards rows
  * under `limit`, the whole key's: looks, without waiting, at two shards
- * picked at random and takes from the richer; when neither has enough alone,
- * takes from both at once (all or nothing, locked in canonical order).
- * Callers of a hot key thus spread over the rows instead of queueing on one.
- * remaining is estimated from the two shards seen; retry_after and
- * reset_after are exact for them (core::ShardOutcome).
+ * picked at random and takes from the richer.  When neither can serve it
+ * alone, it looks at every shard and takes from the richest, as few as can
+ * serve it (all or nothing, locked in canonical order), or denies when
+ * together they cannot.  Callers of a hot key thus spread over the rows
+ * instead of queueing on one.  remaining and reset_after cover the shards
+ * looked at: the two, unless they hold less than the cost or one token
+ * (core::NeedsEveryShard), then every shard; a denial has looked at every
+ * shard, and its retry_after is exact for the whole key (core::ShardOutcome).
  */
 core::Decision ShardedDecision(text *name, text *key, const Policy &policy,
                                const core::Limit &limit, Operation::Kind kind, double cost);
