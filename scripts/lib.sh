@@ -28,7 +28,8 @@
 #
 # lib.sh owns the EXIT, INT, TERM, HUP and PIPE traps: whatever way the script
 # ends, a cluster it started is stopped and its directory removed.  Scripts that
-# need more cleanup register it with rl_at_exit instead of setting a trap.
+# need more cleanup register it with rl_at_exit instead of setting a trap; the
+# hooks run last registered first.
 
 RL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RL_PG_MAJOR=15
@@ -84,12 +85,14 @@ rl__on_exit() {
     # A closed stdout (scripts/demo | head) must not kill the cleanup.
     trap '' PIPE
     set +e
-    # The cluster first: a hook may remove the private PostgreSQL tree whose
-    # pg_ctl stops it.
-    cluster_stop
-    for hook in "${RL_EXIT_HOOKS[@]}"; do
-        eval "$hook"
+    # Last registered, first run: a standby registered after its primary
+    # stops first, then the cluster (cluster_start registers cluster_stop),
+    # then the private PostgreSQL tree whose pg_ctl stopped them goes.
+    local i
+    for ((i = ${#RL_EXIT_HOOKS[@]} - 1; i >= 0; i--)); do
+        eval "${RL_EXIT_HOOKS[i]}"
     done
+    cluster_stop
     if [ -n "$RL_POLICY_RC_CREATED" ]; then
         rm -f /usr/sbin/policy-rc.d
         RL_POLICY_RC_CREATED=
@@ -273,6 +276,7 @@ cluster_start() {
         chown postgres: "$RL_CLUSTER_DIR"
     fi
     chmod 700 "$RL_CLUSTER_DIR"
+    rl_at_exit cluster_stop
 
     local port
     port=$(rl_pick_port)
