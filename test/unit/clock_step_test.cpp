@@ -5,20 +5,13 @@
  * stamp further ahead of the clock than refilling the whole burst takes, as
  * a fixed clock set in the future leaves, must not freeze the bucket.
  */
-#include "token_bucket.hpp"
+#include "test_helpers.hpp"
 
 #include <cstdint>
 
 #include <gtest/gtest.h>
 
 namespace {
-
-using ratelimit::core::Bucket;
-using ratelimit::core::Decide;
-using ratelimit::core::Decision;
-using ratelimit::core::Limit;
-using ratelimit::core::Refill;
-using ratelimit::core::Request;
 
 constexpr std::int64_t kNow = INT64_C(800000000000000);
 constexpr std::int64_t kSecond = 1000000;

@@ -5,7 +5,7 @@
  * reservation whose debt would overflow is denied), a positive rate never
  * reports an infinite wait, and a refund says how much it really added.
  */
-#include "token_bucket.hpp"
+#include "test_helpers.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -14,13 +14,6 @@
 #include <gtest/gtest.h>
 
 namespace {
-
-using ratelimit::core::Bucket;
-using ratelimit::core::Decide;
-using ratelimit::core::Decision;
-using ratelimit::core::Limit;
-using ratelimit::core::Refund;
-using ratelimit::core::Request;
 
 constexpr std::int64_t kNow = INT64_C(800000000000000);
 constexpr double kHuge = 1e308;

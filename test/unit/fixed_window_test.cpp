@@ -5,7 +5,7 @@
  * window), a window's worth at a time, capped at burst so that unused tokens
  * roll over up to it; waits point exactly at the boundary that can serve.
  */
-#include "token_bucket.hpp"
+#include "test_helpers.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -14,13 +14,6 @@
 #include <gtest/gtest.h>
 
 namespace {
-
-using ratelimit::core::Bucket;
-using ratelimit::core::Decide;
-using ratelimit::core::Decision;
-using ratelimit::core::Limit;
-using ratelimit::core::Refill;
-using ratelimit::core::Request;
 
 constexpr std::int64_t kSecond = 1000000;
 constexpr std::int64_t kMinute = 60 * kSecond;

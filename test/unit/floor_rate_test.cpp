@@ -5,7 +5,7 @@
  * at max(rate, floor_rate), above it at rate; waits stay exact, and over a
  * long overloaded run a client still gets floor_rate tokens per second.
  */
-#include "token_bucket.hpp"
+#include "test_helpers.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -14,15 +14,6 @@
 #include <gtest/gtest.h>
 
 namespace {
-
-using ratelimit::core::Bucket;
-using ratelimit::core::Decide;
-using ratelimit::core::Decision;
-using ratelimit::core::Limit;
-using ratelimit::core::Refill;
-using ratelimit::core::Request;
-using ratelimit::core::Status;
-using ratelimit::core::Validate;
 
 constexpr std::int64_t kSecond = 1000000;
 constexpr std::int64_t kNow = INT64_C(800000000) * kSecond;

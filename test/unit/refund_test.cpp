@@ -4,7 +4,7 @@
  * Refund(): tokens given back after refill, capped at burst, exactly; a
  * refund of what a take took restores the bucket; validation of the amount.
  */
-#include "token_bucket.hpp"
+#include "test_helpers.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -13,15 +13,6 @@
 #include <gtest/gtest.h>
 
 namespace {
-
-using ratelimit::core::Bucket;
-using ratelimit::core::Decide;
-using ratelimit::core::Decision;
-using ratelimit::core::Limit;
-using ratelimit::core::Refund;
-using ratelimit::core::Request;
-using ratelimit::core::Status;
-using ratelimit::core::ValidateRefund;
 
 constexpr std::int64_t kNow = INT64_C(800000000000000);
 constexpr std::int64_t kSecond = 1000000;

@@ -11,6 +11,7 @@
  * when the whole key cannot serve it and never reports less than it can.
  */
 #include "shards.hpp"
+#include "test_helpers.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -24,16 +25,10 @@
 
 namespace {
 
-using ratelimit::core::Bucket;
 using ratelimit::core::CompareShards;
-using ratelimit::core::Decide;
-using ratelimit::core::Decision;
 using ratelimit::core::kMaxShards;
-using ratelimit::core::Limit;
 using ratelimit::core::NeedsEveryShard;
 using ratelimit::core::PlanShards;
-using ratelimit::core::Refill;
-using ratelimit::core::Request;
 using ratelimit::core::ShardOrder;
 using ratelimit::core::ShardOutcome;
 using ratelimit::core::ShardPlan;

@@ -7,7 +7,7 @@
  * million-call run neither drifts nor admits more than burst + rate * t.
  * Every generator has a fixed seed, so a failure reproduces.
  */
-#include "token_bucket.hpp"
+#include "test_helpers.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -21,16 +21,6 @@
 #include <gtest/gtest.h>
 
 namespace {
-
-using ratelimit::core::Bucket;
-using ratelimit::core::Decide;
-using ratelimit::core::Decision;
-using ratelimit::core::FullBucket;
-using ratelimit::core::Limit;
-using ratelimit::core::Refill;
-using ratelimit::core::Request;
-using ratelimit::core::Status;
-using ratelimit::core::Validate;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kMicros = static_cast<double>(ratelimit::core::kMicrosPerSecond);

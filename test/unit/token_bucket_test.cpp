@@ -7,7 +7,7 @@
  * steps, reservations, rate 0 and int64 extremes.  Property checks live in
  * token_bucket_property_test.cpp.
  */
-#include "token_bucket.hpp"
+#include "test_helpers.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -17,16 +17,6 @@
 #include <gtest/gtest.h>
 
 namespace {
-
-using ratelimit::core::Bucket;
-using ratelimit::core::Decide;
-using ratelimit::core::Decision;
-using ratelimit::core::FullBucket;
-using ratelimit::core::Limit;
-using ratelimit::core::Refill;
-using ratelimit::core::Request;
-using ratelimit::core::Status;
-using ratelimit::core::Validate;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
