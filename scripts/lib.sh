@@ -22,6 +22,7 @@
 #   rl_log, rl_warn, rl_die MESSAGE
 #   rl_check COND MSG   count a failed check (an awk condition) of a cluster test
 #   rl_verdict NAME     print NAME: PASS or NAME: FAIL (and exit 1)
+#   rl_check_overload NAME RATE GRANTS   the lower admission bound under overload
 #
 # While a cluster runs, $RL_CLUSTER_DIR is its directory (socket, server.log,
 # data/); everything in it is removed by cluster_stop.
@@ -118,6 +119,20 @@ rl_check() {
         printf 'FAILED: %s\n' "$2"
         RL_FAILURES=$((RL_FAILURES + 1))
     fi
+}
+
+# rl_check_overload NAME RATE GRANTS: under overload a limit is drained as
+# fast as it refills, so between the first and the last grant recorded in
+# table "grants" (column granted_at: a span the run measured, free of
+# pgbench's start-up) it granted at least 90% of RATE per second.
+rl_check_overload() {
+    local name=$1 rate=$2 grants=$3 span lower
+    span=$(psql -X -A -t -c \
+        "SELECT coalesce(extract(epoch FROM max(granted_at) - min(granted_at)), 0) FROM grants")
+    lower=$(awk -v r="$rate" -v s="$span" 'BEGIN { printf "%.1f", 0.9 * r * s }')
+    printf '%s: grants over %s s of granting; lower bound %s\n' "$name" "$span" "$lower"
+    rl_check "$grants >= $lower" \
+        "only $grants grants in $span s under overload (at least $lower expected): the limiter granted less than it may"
 }
 
 # rl_verdict NAME: prints "NAME: PASS", or "NAME: FAIL" and exits 1.

@@ -9,8 +9,6 @@
 
 namespace ratelimit::pg {
 
-namespace {
-
 int
 CompareText(text *a, text *b)
 {
@@ -19,8 +17,6 @@ CompareText(text *a, text *b)
 	int cmp = memcmp(VARDATA_ANY(a), VARDATA_ANY(b), Min(a_len, b_len));
 	return cmp != 0 ? cmp : (a_len > b_len) - (a_len < b_len);
 }
-
-} /* namespace */
 
 uint64
 BucketHash(text *name, text *key, uint64 seed)

@@ -22,6 +22,9 @@ constexpr uint64 kWindowSeed = 0x77696E646F77ULL; /* where a key's fixed windows
 /* A 64-bit hash of bucket (name, key) under `seed`. */
 uint64 BucketHash(text *name, text *key, uint64 seed);
 
+/* Bytewise order of two texts (the "C" collation of the key columns). */
+int CompareText(text *a, text *b);
+
 /* The canonical order of buckets, in which rows are locked: name, then key,
  * bytewise.  Negative, zero or positive, as a before, is, or follows b. */
 int CompareBuckets(const BucketTake &a, const BucketTake &b);

@@ -421,14 +421,6 @@ RememberLatestVersion(uint64 key_hash, ItemPointer tid)
 	entry->tid = *tid;
 }
 
-bool
-TextEquals(text *a, text *b)
-{
-	int length = VARSIZE_ANY_EXHDR(a);
-	return length == static_cast<int>(VARSIZE_ANY_EXHDR(b)) &&
-	       memcmp(VARDATA_ANY(a), VARDATA_ANY(b), length) == 0;
-}
-
 /*
  * The version of (name, key) this transaction wrote last, if it is still the
  * latest: fetched by its remembered TID and trusted only if it is live to a
@@ -454,8 +446,8 @@ FindRemembered(Relation heap, uint64 key_hash, text *name, text *key, Snapshot d
 	bool isnull;
 	bool ours = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data)) &&
 	            !TransactionIdIsValid(dirty->xmin) && !TransactionIdIsValid(dirty->xmax) &&
-	            TextEquals(DatumGetTextPP(slot_getattr(slot, kAttName, &isnull)), name) &&
-	            TextEquals(DatumGetTextPP(slot_getattr(slot, kAttKey, &isnull)), key);
+	            CompareText(DatumGetTextPP(slot_getattr(slot, kAttName, &isnull)), name) == 0 &&
+	            CompareText(DatumGetTextPP(slot_getattr(slot, kAttKey, &isnull)), key) == 0;
 	if (!ours)
 		ExecClearTuple(slot);
 	return ours;
@@ -681,10 +673,7 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 	core::Decision decision{};
 
 	for (;;) {
-		bool found = FindLatest(rels, &lookup, &dirty, slot, sure, &new_key);
-		if (found)
-			ReleaseNewKeyLock(&new_key); /* the row speaks for the key */
-		if (!found) {
+		if (!FindLatest(rels, &lookup, &dirty, slot, sure, &new_key)) {
 			/* A new key: stored only if this call consumes or refunds, or
 			 * if its first sighting must be remembered. */
 			TimestampTz now = ClockNow();
@@ -708,6 +697,7 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 			wrote = true;
 			break;
 		}
+		ReleaseNewKeyLock(&new_key); /* found: the row speaks for the key */
 		if (operation.kind == Operation::kRecordNew)
 			break; /* the key is known already */
 
@@ -733,8 +723,7 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 		/* Replaced or deleted meanwhile: decide again on the latest. */
 	}
 
-	/* Inserted (or found after all): the row now speaks for the key. */
-	ReleaseNewKeyLock(&new_key);
+	ReleaseNewKeyLock(&new_key); /* inserted: the row now speaks for the key */
 	LeaveTupleQueue(rels.heap, &queue);
 	ExecDropSingleTupleTableSlot(slot);
 	CloseStateRelations(&rels);
