@@ -228,17 +228,17 @@ RequireWritable(const Signature &signature)
 
 namespace {
 
-constexpr ResultColumn kDecisionColumns[] = {{"allowed", BOOLOID},
-                                             {"remaining", FLOAT8OID},
-                                             {"retry_after", FLOAT8OID},
-                                             {"reset_after", FLOAT8OID},
-                                             {"capacity", FLOAT8OID}};
-constexpr ResultColumn kAllDecisionColumns[] = {{"allowed", BOOLOID},
-                                                {"retry_after", FLOAT8OID},
-                                                {"binding_name", TEXTOID},
-                                                {"binding_key", TEXTOID},
-                                                {"remaining", FLOAT8ARRAYOID}};
-constexpr int kMaxResultColumns = 5;
+constexpr ResultColumn kDecisionColumns[] = {
+    {"allowed", BOOLOID},       {"remaining", FLOAT8OID}, {"retry_after", FLOAT8OID},
+    {"reset_after", FLOAT8OID}, {"capacity", FLOAT8OID},  {"name", TEXTOID},
+    {"quota", FLOAT8OID},       {"per", INTERVALOID},     {"refill_after", FLOAT8OID}};
+constexpr ResultColumn kAllDecisionColumns[] = {
+    {"allowed", BOOLOID},     {"retry_after", FLOAT8OID},    {"binding_name", TEXTOID},
+    {"binding_key", TEXTOID}, {"remaining", FLOAT8ARRAYOID}, {"decisions", InvalidOid}};
+/* The columns of the 0.1.0 and 0.2.0 row types, which a database not yet
+ * updated still has: the first ones of each. */
+constexpr int kLegacyColumns = 5;
+constexpr int kMaxResultColumns = 9;
 static_assert(lengthof(kDecisionColumns) <= kMaxResultColumns &&
                   lengthof(kAllDecisionColumns) <= kMaxResultColumns,
               "kMaxResultColumns too small");
@@ -249,6 +249,7 @@ static_assert(lengthof(kDecisionColumns) <= kMaxResultColumns &&
 struct ResultType {
 	TupleDesc desc;
 	uint64 identifier;
+	int columns; /* of `columns`: all, or the legacy ones */
 	int attribute[kMaxResultColumns];
 };
 
@@ -282,12 +283,12 @@ ResultDescriptor(FunctionCallInfo fcinfo, const ResultColumn *columns, int count
 		if (found == count)
 			ReportResultTypeAltered(type_id, NameStr(att->attname), att->atttypid, columns, count,
 			                        -1);
-		if (att->atttypid != columns[found].type)
+		if (columns[found].type != InvalidOid && att->atttypid != columns[found].type)
 			ReportResultTypeAltered(type_id, NameStr(att->attname), att->atttypid, columns, count,
 			                        found);
 		attribute[found++] = i;
 	}
-	if (found != count)
+	if (found != count && found != kLegacyColumns)
 		ReportResultTypeAltered(type_id, NULL, InvalidOid, columns, count, found);
 
 	if (cached == NULL)
@@ -299,30 +300,29 @@ ResultDescriptor(FunctionCallInfo fcinfo, const ResultColumn *columns, int count
 	cached->desc = CreateTupleDescCopy(desc);
 	MemoryContextSwitchTo(old);
 	cached->identifier = entry->tupDesc_identifier;
+	cached->columns = found;
 	memcpy(cached->attribute, attribute, sizeof(attribute));
 	fcinfo->flinfo->fn_extra = cached;
 	return cached;
 }
 
-/* The result row of `values` (one per column, none NULL). */
+/* The result row of `values` (one per column; NULL where `nulls` says so,
+ * or nowhere when it is NULL), as many of them as the row type has. */
 Datum
-ResultRow(FunctionCallInfo fcinfo, Datum *values, const ResultColumn *columns, int count)
+ResultRow(FunctionCallInfo fcinfo, Datum *values, const bool *nulls, const ResultColumn *columns,
+          int count)
 {
 	const ResultType *type = ResultDescriptor(fcinfo, columns, count);
 	int natts = type->desc->natts;
-	if (natts == count) {
-		bool nulls[kMaxResultColumns] = {};
-		return HeapTupleGetDatum(heap_form_tuple(type->desc, values, nulls));
-	}
-	/* Dropped attributes in between: NULL there. */
 	Datum *row = static_cast<Datum *>(palloc0(sizeof(Datum) * natts));
-	bool *nulls = static_cast<bool *>(palloc(sizeof(bool) * natts));
-	memset(nulls, true, sizeof(bool) * natts);
-	for (int i = 0; i < count; i++) {
+	bool *row_nulls = static_cast<bool *>(palloc(sizeof(bool) * natts));
+	/* Dropped attributes in between: NULL there. */
+	memset(row_nulls, true, sizeof(bool) * natts);
+	for (int i = 0; i < type->columns; i++) {
 		row[type->attribute[i]] = values[i];
-		nulls[type->attribute[i]] = false;
+		row_nulls[type->attribute[i]] = nulls != NULL && nulls[i];
 	}
-	return HeapTupleGetDatum(heap_form_tuple(type->desc, row, nulls));
+	return HeapTupleGetDatum(heap_form_tuple(type->desc, row, row_nulls));
 }
 
 } /* namespace */
@@ -334,7 +334,9 @@ DecisionDatum(FunctionCallInfo fcinfo, const core::Decision &decision, const cor
 	    BoolGetDatum(decision.allowed), Float8GetDatum(decision.remaining),
 	    Float8GetDatum(decision.retry_after), Float8GetDatum(decision.reset_after),
 	    Float8GetDatum(limit.burst)};
-	return ResultRow(fcinfo, values, kDecisionColumns, lengthof(kDecisionColumns));
+	bool nulls[lengthof(kDecisionColumns)] = {false, false, false, false, false,
+	                                          true,  true,  true,  true};
+	return ResultRow(fcinfo, values, nulls, kDecisionColumns, lengthof(kDecisionColumns));
 }
 
 Datum
@@ -344,7 +346,8 @@ AllDecisionDatum(FunctionCallInfo fcinfo, const AllDecision &decision)
 	    BoolGetDatum(decision.allowed), Float8GetDatum(decision.retry_after),
 	    PointerGetDatum(decision.binding_name), PointerGetDatum(decision.binding_key),
 	    PointerGetDatum(decision.remaining)};
-	return ResultRow(fcinfo, values, kAllDecisionColumns, lengthof(kAllDecisionColumns));
+	bool nulls[lengthof(kAllDecisionColumns)] = {false, false, false, false, false, true};
+	return ResultRow(fcinfo, values, nulls, kAllDecisionColumns, lengthof(kAllDecisionColumns));
 }
 
 } /* namespace ratelimit::pg */

@@ -28,6 +28,12 @@ PG_FUNCTION_INFO_V1(rate_limit_refund);
 PG_FUNCTION_INFO_V1(rate_limit_refund_policy);
 PG_FUNCTION_INFO_V1(rate_limit_policies_changed);
 PG_FUNCTION_INFO_V1(rate_limit_take_all);
+PG_FUNCTION_INFO_V1(rate_limit_take_policy_wait);
+PG_FUNCTION_INFO_V1(rate_limit_check_policy_wait);
+PG_FUNCTION_INFO_V1(rate_limit_take_all_wait);
+PG_FUNCTION_INFO_V1(rate_limit_take_per);
+PG_FUNCTION_INFO_V1(rate_limit_check_per);
+PG_FUNCTION_INFO_V1(rate_limit_refund_per);
 }
 
 namespace ratelimit::pg {
@@ -178,3 +184,17 @@ rate_limit_take_all(PG_FUNCTION_ARGS)
 	pg::RequireWritable(pg::kTakeAllSignature);
 	return pg::AllDecisionDatum(fcinfo, pg::TakeAllLimits(limits));
 }
+
+/* Entry points of 0.3.0, not yet built. */
+#define RATELIMIT_NOT_YET(fn)                                                                      \
+	Datum fn(PG_FUNCTION_ARGS)                                                                     \
+	{                                                                                              \
+		elog(ERROR, #fn " is not built yet");                                                      \
+		PG_RETURN_NULL();                                                                          \
+	}
+RATELIMIT_NOT_YET(rate_limit_take_policy_wait)
+RATELIMIT_NOT_YET(rate_limit_check_policy_wait)
+RATELIMIT_NOT_YET(rate_limit_take_all_wait)
+RATELIMIT_NOT_YET(rate_limit_take_per)
+RATELIMIT_NOT_YET(rate_limit_check_per)
+RATELIMIT_NOT_YET(rate_limit_refund_per)

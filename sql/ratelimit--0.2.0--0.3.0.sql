@@ -1,0 +1,302 @@
+/* sql/ratelimit--0.2.0--0.3.0.sql */
+
+-- complain if script is sourced in psql, rather than via ALTER EXTENSION
+\echo Use "ALTER EXTENSION ratelimit UPDATE TO '0.3.0'" to load this file. \quit
+
+-- One model: every call that takes from a limit may reserve, within the time
+-- the caller accepts (max_wait) and the debt the limit allows (max_reserved),
+-- and a decision carries everything the HTTP header values need.
+
+-- The most reserved debt a key of a policy may carry.  0: none, so that a
+-- role with the default grants can never push a policy's bucket into debt
+-- unless the policy says so.
+ALTER TABLE ratelimit.policies
+    ADD COLUMN max_reserved float8 NOT NULL DEFAULT '0'::float8,
+    ADD CONSTRAINT policies_max_reserved_check
+        CHECK (max_reserved OPERATOR(pg_catalog.>=) '0'::float8
+               AND max_reserved OPERATOR(pg_catalog.<) 'Infinity'::float8);
+
+-- What the headers need: the limit's name, its quota per period, and when
+-- more quota arrives.
+ALTER TYPE @extschema@.rate_limit_decision
+    ADD ATTRIBUTE name text,
+    ADD ATTRIBUTE quota float8,
+    ADD ATTRIBUTE per interval,
+    ADD ATTRIBUTE refill_after float8;
+COMMENT ON TYPE @extschema@.rate_limit_decision IS
+    'answer of a rate limit call: allowed, tokens remaining (negative = reserved debt), seconds until a retry succeeds or reserved work may start, seconds until full, the burst, the limit''s name, its quota per period, and seconds until more quota arrives';
+
+ALTER TYPE @extschema@.rate_limit_all_decision
+    ADD ATTRIBUTE decisions @extschema@.rate_limit_decision[];
+COMMENT ON TYPE @extschema@.rate_limit_all_decision IS
+    'answer of rate_limit_take_all: allowed, seconds until every limit would grant, the binding limit, the tokens remaining per limit given, and each limit''s own decision';
+
+-- Reservation by policy: max_wait is how long the caller accepts to wait
+-- for reserved work to start.  No default, so that the three-argument forms
+-- stay as they are.
+CREATE FUNCTION @extschema@.rate_limit_take(name text, key text, cost float8, max_wait interval)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_take_policy_wait'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_take(text, text, float8, interval) IS
+    'takes cost tokens from the bucket (name, key) of policy name; when it holds too few, reserves them if the work may start within max_wait and the policy''s max_reserved allows the debt';
+
+CREATE FUNCTION @extschema@.rate_limit_check(name text, key text, cost float8, max_wait interval)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_check_policy_wait'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.rate_limit_check(text, text, float8, interval) IS
+    'answers as rate_limit_take(name, key, cost, max_wait) would, without consuming or writing anything';
+
+CREATE FUNCTION @extschema@.rate_limit_take_all(
+    names text[], keys text[], costs float8[], max_wait interval)
+RETURNS @extschema@.rate_limit_all_decision
+AS 'MODULE_PATHNAME', 'rate_limit_take_all_wait'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_take_all(text[], text[], float8[], interval) IS
+    'takes costs[i] (default 1) from bucket (names[i], keys[i]) under policy names[i] for every i, or from none, each reserving within max_wait where its policy allows; rows are locked in one canonical order';
+
+-- Explicit parameters in the units of rate_limit_define: rate tokens per
+-- period per, burst by default the rate.  For trusted callers: refused on a
+-- name a policy governs.
+CREATE FUNCTION @extschema@.rate_limit_take(
+    name         text,
+    key          text,
+    cost         float8,
+    rate         float8,
+    per          interval,
+    burst        float8   DEFAULT NULL,
+    max_wait     interval DEFAULT NULL,
+    max_reserved float8   DEFAULT NULL)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_take_per'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_take(text, text, float8, float8, interval, float8, interval, float8) IS
+    'takes cost tokens from the bucket (name, key) that refills rate tokens per period per up to burst (default: rate); reserves within max_wait and max_reserved when given; refused on a name a policy governs';
+
+CREATE FUNCTION @extschema@.rate_limit_check(
+    name         text,
+    key          text,
+    cost         float8,
+    rate         float8,
+    per          interval,
+    burst        float8   DEFAULT NULL,
+    max_wait     interval DEFAULT NULL,
+    max_reserved float8   DEFAULT NULL)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_check_per'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.rate_limit_check(text, text, float8, float8, interval, float8, interval, float8) IS
+    'answers as rate_limit_take with the same arguments would, without consuming or writing anything';
+
+CREATE FUNCTION @extschema@.rate_limit_refund(
+    name   text,
+    key    text,
+    amount float8,
+    rate   float8,
+    per    interval,
+    burst  float8 DEFAULT NULL)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_refund_per'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_refund(text, text, float8, float8, interval, float8) IS
+    'gives amount tokens back to the bucket (name, key) that refills rate tokens per period per up to burst (default: rate); refused on a name a policy governs';
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_refund(text, text, float8, float8, interval, float8) FROM PUBLIC;
+
+-- rate_limit_define (returns the stored policy, takes max_reserved) and
+-- rate_limit_headers of a decision alone follow.
+
+-- rate_limit_define returns the stored policy and takes max_reserved: a new
+-- signature and result type, so the function is replaced.  Whoever could
+-- execute it still can: the grants of the old function are given again.
+CREATE TEMPORARY TABLE define_grants AS
+    SELECT a.grantee, a.is_grantable
+      FROM pg_catalog.pg_proc AS p,
+           LATERAL pg_catalog.aclexplode(p.proacl) AS a
+     WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer)'::pg_catalog.regprocedure
+       AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+       AND a.grantee OPERATOR(pg_catalog.<>) p.proowner;
+DROP FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer);
+CREATE FUNCTION @extschema@.rate_limit_define(
+    name    text,
+    rate    float8,
+    per     interval DEFAULT '1 second',
+    burst   float8   DEFAULT NULL,
+    initial float8   DEFAULT NULL,
+    jitter  float8   DEFAULT '0',
+    fixed_window boolean DEFAULT false,
+    window_start interval DEFAULT NULL,
+    floor_rate   float8   DEFAULT '0',
+    shards       integer  DEFAULT 1,
+    max_reserved float8   DEFAULT '0')
+RETURNS ratelimit.policies
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    -- Periods in seconds and whole microseconds, as ratelimit.policies
+    -- derives them (see its generated columns).
+    seconds       float8 := pg_catalog.date_part('epoch', $3);
+    micros        float8 := pg_catalog.round(seconds OPERATOR(pg_catalog.*) '1000000'::float8);
+    start_seconds float8 := pg_catalog.date_part('epoch', $8);
+    start_micros  float8 := pg_catalog.round(start_seconds OPERATOR(pg_catalog.*) '1000000'::float8);
+    -- The largest bigint, rounded up to a float8: 2^63.
+    micros_limit  CONSTANT float8 := '9223372036854775807'::float8;
+    dividend      text;
+    quotient      float8;
+    stored        ratelimit.policies;
+BEGIN
+    IF $1 IS NULL OR $2 IS NULL OR $3 IS NULL THEN
+        RAISE EXCEPTION 'name, rate and per must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'Only burst may be NULL, meaning one period''s worth of tokens.',
+                  HINT = 'Pass the policy''s name, its rate and the period the rate is counted over.';
+    END IF;
+    IF $1 OPERATOR(pg_catalog.=) '' OR pg_catalog.octet_length($1) OPERATOR(pg_catalog.>) 256 THEN
+        RAISE EXCEPTION 'policy name must be 1 to 256 bytes long'
+            USING ERRCODE = CASE WHEN $1 OPERATOR(pg_catalog.=) '' THEN 'invalid_parameter_value'
+                                 ELSE 'program_limit_exceeded' END,
+                  DETAIL = pg_catalog.format('The name given is %s bytes long.', pg_catalog.octet_length($1)),
+                  HINT = 'Use a short name, such as ''api'' or ''login''.';
+    END IF;
+    -- The name is what rate_limit_headers() writes into the RateLimit
+    -- fields, as a structured-field string: printable ASCII only.
+    IF $1 OPERATOR(pg_catalog.!~) '^[ -~]+$' THEN
+        RAISE EXCEPTION 'policy name must be printable ASCII'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The name given, %s, has characters outside the printable ASCII range (space to tilde), which the RateLimit header fields cannot carry.', pg_catalog.quote_literal($1)),
+                  HINT = 'Use letters, digits and punctuation, such as ''api-free'' or ''login:v2''.';
+    END IF;
+    IF NOT ($2 OPERATOR(pg_catalog.>=) '0'::float8 AND $2 OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
+        RAISE EXCEPTION 'rate must be a finite number greater than or equal to zero'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The rate given was %s.', $2),
+                  HINT = 'Pass how many tokens refill per period; 0 means the bucket never refills.';
+    END IF;
+    -- An interval compares as 30-day months, but lasts 365.25 days a year:
+    -- '-1 year 361 days' is greater than zero and lasts -4.25 days.  The
+    -- length in microseconds is what the limiter uses.
+    IF NOT (micros OPERATOR(pg_catalog.>=) '1'::float8) THEN
+        RAISE EXCEPTION 'per must be a positive interval'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = CASE WHEN $3 OPERATOR(pg_catalog.>) '0'::interval
+                                THEN pg_catalog.format('The period given, %s, lasts %s seconds, counting a year as 365.25 days and a month as 30 days.', $3, seconds)
+                                ELSE pg_catalog.format('The period given was %s.', $3) END,
+                  HINT = 'Pass the period the rate is counted over, such as ''1 minute''.';
+    END IF;
+    IF NOT (micros OPERATOR(pg_catalog.<) micros_limit) THEN
+        RAISE EXCEPTION 'per is too long'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The period given, %s, lasts %s seconds; a period is kept in microseconds, in a bigint, so it lasts less than 9223372036854.775808 seconds (about 292,271 years).', $3, seconds),
+                  HINT = 'Pass a shorter period, such as ''1 year''.';
+    END IF;
+    IF NOT (coalesce($4, $2) OPERATOR(pg_catalog.>) '0'::float8
+            AND coalesce($4, $2) OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
+        RAISE EXCEPTION 'burst must be a finite number greater than zero'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = CASE WHEN $4 IS NULL
+                                THEN pg_catalog.format('No burst was given, so it is the rate, %s.', $2)
+                                ELSE pg_catalog.format('The burst given was %s.', $4) END,
+                  HINT = 'Pass the capacity of the bucket, the most tokens it can hold.';
+    END IF;
+    IF $5 IS NOT NULL AND NOT ($5 OPERATOR(pg_catalog.>=) '0'::float8
+                               AND $5 OPERATOR(pg_catalog.<=) coalesce($4, $2)) THEN
+        RAISE EXCEPTION 'initial must be between zero and burst'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The initial balance given was %s and the burst is %s.', $5, coalesce($4, $2)),
+                  HINT = 'Pass how many tokens a key starts with, or NULL to start full.';
+    END IF;
+    IF $6 IS NULL OR NOT ($6 OPERATOR(pg_catalog.>=) '0'::float8 AND $6 OPERATOR(pg_catalog.<=) '1'::float8) THEN
+        RAISE EXCEPTION 'jitter must be between 0 and 1'
+            USING ERRCODE = CASE WHEN $6 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
+                  DETAIL = pg_catalog.format('The jitter given was %s.', coalesce($6::text, 'NULL')),
+                  HINT = 'Pass the largest fraction retry_after may be stretched by, such as 0.1; 0 for none.';
+    END IF;
+    IF $7 IS NULL THEN
+        RAISE EXCEPTION 'fixed_window must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'fixed_window chooses between continuous refill and fixed windows.',
+                  HINT = 'Pass true for fixed windows, false (the default) for a token bucket.';
+    END IF;
+    IF $8 IS NOT NULL AND (NOT $7 OR NOT (start_micros OPERATOR(pg_catalog.>=) '0'::float8)) THEN
+        RAISE EXCEPTION 'window_start needs fixed_window and a non-negative interval'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = CASE WHEN $7 AND $8 OPERATOR(pg_catalog.>=) '0'::interval
+                                THEN pg_catalog.format('The window_start given, %s, lasts %s seconds, counting a year as 365.25 days and a month as 30 days.', $8, start_seconds)
+                                ELSE pg_catalog.format('The window_start given was %s, with fixed_window %s.', $8, $7) END,
+                  HINT = 'Pass the offset of the windows from midnight UTC, such as ''0 seconds'' to start them on the minute; omit it to spread keys over the window.';
+    END IF;
+    IF $8 IS NOT NULL AND NOT (start_micros OPERATOR(pg_catalog.<) micros_limit) THEN
+        RAISE EXCEPTION 'window_start is too long'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The window_start given, %s, lasts %s seconds; it is kept in microseconds, in a bigint, so it lasts less than 9223372036854.775808 seconds (about 292,271 years).', $8, start_seconds),
+                  HINT = 'Pass an offset shorter than the period, such as ''0 seconds''.';
+    END IF;
+    IF $9 IS NULL OR NOT ($9 OPERATOR(pg_catalog.>=) '0'::float8 AND $9 OPERATOR(pg_catalog.<) 'Infinity'::float8)
+       OR ($9 OPERATOR(pg_catalog.>) '0'::float8 AND $7) THEN
+        RAISE EXCEPTION 'floor_rate must be a finite number greater than or equal to zero, without fixed_window'
+            USING ERRCODE = CASE WHEN $9 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
+                  DETAIL = pg_catalog.format('The floor_rate given was %s, with fixed_window %s.', coalesce($9::text, 'NULL'), $7),
+                  HINT = 'Pass the tokens per period a client still gets once its burst is spent; 0 for none.';
+    END IF;
+    IF $10 IS NULL OR NOT ($10 OPERATOR(pg_catalog.>=) 1 AND $10 OPERATOR(pg_catalog.<=) 64) THEN
+        RAISE EXCEPTION 'shards must be between 1 and 64'
+            USING ERRCODE = CASE WHEN $10 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
+                  DETAIL = pg_catalog.format('The shards given were %s.', coalesce($10::text, 'NULL')),
+                  HINT = 'Split a hot key over a few rows, such as 8; 1 keeps it in one row.';
+    END IF;
+    IF $11 IS NULL OR NOT ($11 OPERATOR(pg_catalog.>=) '0'::float8 AND $11 OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
+        RAISE EXCEPTION 'max_reserved must be a finite number greater than or equal to zero'
+            USING ERRCODE = CASE WHEN $11 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
+                  DETAIL = pg_catalog.format('The max_reserved given was %s.', coalesce($11::text, 'NULL')),
+                  HINT = 'Pass the most tokens a key may owe after a reservation; 0 (the default) allows none.';
+    END IF;
+    -- Tokens per second, computed as the table computes them: a quotient
+    -- beyond float8 (too many per microsecond, or too few per century) is
+    -- reported here rather than as a bare overflow or underflow.
+    BEGIN
+        dividend := 'rate';
+        quotient := $2 OPERATOR(pg_catalog./) seconds;
+        dividend := 'floor_rate';
+        quotient := $9 OPERATOR(pg_catalog./) seconds;
+    EXCEPTION WHEN numeric_value_out_of_range THEN
+        RAISE EXCEPTION '% per second is out of range', dividend
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('%s tokens per %s is %s tokens per second than a float8 can hold.',
+                                             CASE WHEN dividend OPERATOR(pg_catalog.=) 'rate' THEN $2 ELSE $9 END, $3,
+                                             CASE WHEN seconds OPERATOR(pg_catalog.<) '1'::float8 THEN 'more' ELSE 'fewer' END),
+                  HINT = pg_catalog.format('Pass a %s and period that come to about 5e-324 to 1.8e308 tokens per second, or a %s of 0.',
+                                           dividend, dividend);
+    END;
+    INSERT INTO ratelimit.policies AS p
+        (name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate, shards,
+         max_reserved)
+    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10, $11)
+    ON CONFLICT (name) DO UPDATE
+        SET rate = excluded.rate, per = excluded.per, burst = excluded.burst,
+            initial = excluded.initial, jitter = excluded.jitter,
+            fixed_window = excluded.fixed_window, window_start = excluded.window_start,
+            floor_rate = excluded.floor_rate, shards = excluded.shards,
+            max_reserved = excluded.max_reserved
+    RETURNING p.* INTO stored;
+    RETURN stored;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8) IS
+    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent; shards splits each key over that many rows for hot keys; a key may owe up to max_reserved tokens after a reservation; returns the stored policy';
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8) FROM PUBLIC;
+DO $$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN SELECT grantee, is_grantable FROM pg_temp.define_grants LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s',
+            '@extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8)'::pg_catalog.regprocedure,
+            CASE WHEN g.grantee OPERATOR(pg_catalog.=) '0'::pg_catalog.oid THEN 'PUBLIC'
+                 ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
+            CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END
+$$;
+DROP TABLE pg_temp.define_grants;
