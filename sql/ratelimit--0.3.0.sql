@@ -30,7 +30,7 @@ BEGIN
         RAISE EXCEPTION 'schema "ratelimit" already exists'
             USING ERRCODE = 'duplicate_schema',
                   DETAIL = 'The extension keeps its state in a schema named ratelimit, which it creates and owns unless it is installed into that schema.',
-                  HINT = 'Install the extension into the schema "ratelimit" or into a schema of another name, after renaming the existing schema "ratelimit".';
+                  HINT = 'Install the extension into the schema "ratelimit", or rename that schema first.';
     END IF;
     EXECUTE 'CREATE SCHEMA ratelimit';
     EXECUTE 'REVOKE ALL ON SCHEMA ratelimit FROM PUBLIC';
