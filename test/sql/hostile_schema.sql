@@ -80,6 +80,7 @@ SELECT * FROM pg_temp.hostile_dependencies ORDER BY 1, 2;
 -- (b) Every function runs without calling them (no warning below), with
 -- every option a policy can have.
 SET ratelimit.fixed_clock = 1000;
+\i test/sql/include/error_of.sql
 SELECT shared.rate_limit_define('hostile', 10, '1 minute', 5, initial => 2, jitter => 0.5, shards => 2);
 SELECT shared.rate_limit_define('hostile-window', 10, '1 minute', 20, fixed_window => true,
                                 window_start => '0 seconds');
@@ -97,6 +98,30 @@ SELECT h.* FROM shared.rate_limit_take('hostile-floor', 'k', 0) AS d,
     LATERAL shared.rate_limit_headers(d, 'hostile-floor') AS h;
 SELECT h.* FROM shared.rate_limit_take('explicit', 'k', 5, 0.5, 3, reserve => true) AS d,
     LATERAL shared.rate_limit_headers(d, 'explicit', 0.5) AS h;
+SELECT name, max_reserved FROM shared.rate_limit_define('hostile-reserve', 10, '1 minute', 5, max_reserved => 2.5);
+SELECT pg_temp.error_of($$SELECT shared.rate_limit_define('hostile-reserve', 1, max_reserved => -1)$$);
+SELECT pg_temp.error_of($$SELECT shared.rate_limit_define('hostilé', 1)$$);
+-- Header values from a decision alone, with every branch: a fractional quota
+-- and period, rate 0, caps, a denial, a reserved debt, several limits.
+SELECT h.* FROM shared.rate_limit_headers(ROW(false, 0.5, 6.5, 27, 5, 'h', 0.75, '250 milliseconds', 3)::shared.rate_limit_decision) AS h;
+SELECT h.* FROM shared.rate_limit_headers(ROW(true, -2, 4, 40, 5, 'h', 0, '1 second', 'Infinity')::shared.rate_limit_decision) AS h;
+SELECT h.* FROM shared.rate_limit_headers(ROW(false, 1e300, 1e300, 1e300, 1e301, 'h', 1e308, '1 microsecond', 1e300)::shared.rate_limit_decision) AS h;
+SELECT h.* FROM shared.rate_limit_headers(ROW(true, 1, 0, 0, 1, 'h', 1e-320, '1 year', 0)::shared.rate_limit_decision) AS h;
+SELECT h.* FROM shared.rate_limit_headers(
+    ROW(false, 2.5, 'b', 'k', '{4, 0}',
+        ARRAY[ROW(true, 4, 0, 6, 5, 'a', 10, '1 minute', 6), ROW(false, 0, 2.5, 10, 2, 'b', 2, '10 seconds', 5)]::shared.rate_limit_decision[]
+       )::shared.rate_limit_all_decision) AS h;
+SELECT pg_temp.error_of($$SELECT shared.rate_limit_headers(ROW(true, 1, 0, 0, 5, NULL, NULL, NULL, NULL)::shared.rate_limit_decision)$$);
+SELECT pg_temp.error_of($$SELECT shared.rate_limit_headers(ROW(true, 1, 0, 0, 5, 'é', 1, '1 second', 1)::shared.rate_limit_decision)$$);
+SELECT pg_temp.error_of($$SELECT shared.rate_limit_headers(ROW(true, 0, NULL, NULL, '{1}', NULL)::shared.rate_limit_all_decision)$$);
+-- The entry points of 0.3.0 (and the decision fields the library writes).
+SELECT h.* FROM shared.rate_limit_take('hostile-reserve', 'k', 1) AS d, LATERAL shared.rate_limit_headers(d) AS h;
+SELECT allowed, remaining FROM shared.rate_limit_take('hostile-reserve', 'k', 6, max_wait => '1 minute');
+SELECT allowed, remaining FROM shared.rate_limit_check('hostile-reserve', 'k', 1, max_wait => '1 minute');
+SELECT allowed FROM shared.rate_limit_take_all(ARRAY['hostile-window', 'hostile-reserve'], ARRAY['k2', 'k2'], NULL, '1 minute');
+SELECT allowed, remaining FROM shared.rate_limit_take('explicit-per', 'k', 1, 0.5, per => '1 minute', burst => 3);
+SELECT allowed, remaining FROM shared.rate_limit_check('explicit-per', 'k', 1, 0.5, per => '1 minute', burst => 3);
+SELECT allowed, remaining FROM shared.rate_limit_refund('explicit-per', 'k', 1, 0.5, per => '1 minute', burst => 3);
 SELECT shared.rate_limit_reset('hostile', 'k');
 SELECT shared.rate_limit_drop('hostile');
 RESET ratelimit.fixed_clock;

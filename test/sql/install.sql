@@ -34,10 +34,16 @@ SELECT allowed, remaining FROM app.rate_limit_take('install', 'k', 1, 0, 1);
 SELECT allowed, remaining FROM app.rate_limit_take('install', 'k', 1, 0, 1);
 DROP EXTENSION ratelimit;
 DROP SCHEMA app;
--- The schema of the state table belongs to the extension: installing into
--- it is refused rather than mixing the user's objects with ours.
+-- The state schema is the extension's own, unless the extension goes into a
+-- schema named ratelimit (test/sql/schema_ratelimit.sql): installing
+-- anywhere else while one exists is refused rather than mixing the user's
+-- objects with ours.
 CREATE SCHEMA ratelimit;
-CREATE EXTENSION ratelimit SCHEMA ratelimit;
+CREATE SCHEMA app;
+CREATE EXTENSION ratelimit SCHEMA app;
+SELECT count(*) AS extensions FROM pg_extension WHERE extname = 'ratelimit';
+SELECT count(*) AS objects FROM pg_depend WHERE refobjid = 'ratelimit'::regnamespace;
+DROP SCHEMA app;
 DROP SCHEMA ratelimit;
 CREATE EXTENSION ratelimit;
 SELECT allowed, remaining FROM rate_limit_take('install', 'k', 1, 0, 1);

@@ -55,17 +55,137 @@ SELECT rate_limit_reset('upgrade', 'k');
 SELECT rate_limit_drop('upgrade');
 SELECT rate_limit_drop('upgrade-all');
 
--- A fresh install at the default version has the same objects as the upgrade.
-CREATE TEMP TABLE upgraded AS
-    SELECT pg_describe_object(classid, objid, objsubid) AS object
-      FROM pg_depend WHERE refobjid = (SELECT oid FROM pg_extension WHERE extname = 'ratelimit')
-       AND deptype = 'e';
+
+--
+-- Upgrading from 0.2.0 to 0.3.0: policies (which gain max_reserved 0) and
+-- buckets survive, and so do the grants of rate_limit_define, which 0.3.0
+-- replaces with a function returning the stored policy.
+--
+SELECT rate_limit_define('kept', 2, '1 minute', 4);
+SELECT allowed, remaining FROM rate_limit_take('kept', 'k', 3);
+SELECT allowed, remaining FROM rate_limit_take('kept-explicit', 'k', 2, 0, 5);
+CREATE ROLE ratelimit_upgrade_definer NOLOGIN;
+CREATE ROLE ratelimit_upgrade_admin NOLOGIN;
+CREATE ROLE ratelimit_upgrade_delegate NOLOGIN;
+GRANT EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer)
+    TO ratelimit_upgrade_definer;
+GRANT EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer)
+    TO ratelimit_upgrade_admin WITH GRANT OPTION;
+ALTER EXTENSION ratelimit UPDATE TO '0.3.0';
+SELECT extversion FROM pg_extension WHERE extname = 'ratelimit';
+
+-- Every signature of 0.3.0.
+SELECT * FROM extension_functions;
+SELECT name, rate, per, burst, max_reserved FROM ratelimit.policies ORDER BY name;
+SELECT allowed, remaining FROM rate_limit_take('kept', 'k', 1);
+SELECT allowed, remaining FROM rate_limit_take('kept-explicit', 'k', 1, 0, 5);
+-- The grants, as they were: PUBLIC still may not define.
+SELECT a.grantee::regrole, a.privilege_type, a.is_grantable
+  FROM pg_proc AS p, LATERAL aclexplode(p.proacl) AS a
+ WHERE p.oid = 'rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8)'::regprocedure
+   AND a.grantee <> p.proowner
+ ORDER BY 1::text;
+SELECT has_function_privilege('public', 'rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8)', 'EXECUTE')
+    AS public_may_define;
+SET ROLE ratelimit_upgrade_definer;
+SELECT name, rate, burst, max_reserved FROM rate_limit_define('granted', 1, '1 minute', 3);
+RESET ROLE;
+SET ROLE ratelimit_upgrade_admin;
+SELECT name, rate, burst, max_reserved FROM rate_limit_define('granted', 2, '1 minute', 3);
+GRANT EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8)
+    TO ratelimit_upgrade_delegate;
+RESET ROLE;
+SET ROLE ratelimit_upgrade_delegate;
+SELECT name, rate, burst, max_reserved FROM rate_limit_define('granted', 3, '1 minute', 3);
+RESET ROLE;
+
+--
+-- Upgrading from 0.1.0 to 0.3.0 at once: buckets survive.
+--
+DROP EXTENSION ratelimit;
+DROP ROLE ratelimit_upgrade_definer, ratelimit_upgrade_admin, ratelimit_upgrade_delegate;
+CREATE EXTENSION ratelimit VERSION '0.1.0';
+SELECT allowed, remaining FROM rate_limit_take('from-0.1.0', 'k', 2, 0, 5);
+ALTER EXTENSION ratelimit UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'ratelimit';
+SELECT allowed, remaining FROM rate_limit_take('from-0.1.0', 'k', 2, 0, 5);
+SELECT count(*) AS policies FROM ratelimit.policies;
+
+--
+-- The install script of 0.3.0 makes what the upgrade scripts make: the same
+-- objects with the same definitions (function bodies, defaults, settings),
+-- comments and privileges; the same attributes of types and columns of
+-- tables, with their defaults, constraints, indexes and triggers.
+--
+CREATE TEMP VIEW extension_catalog AS
+WITH members AS (
+    SELECT d.classid, d.objid, d.objsubid
+      FROM pg_depend AS d
+     WHERE d.refclassid = 'pg_extension'::regclass
+       AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'ratelimit')
+       AND d.deptype = 'e'),
+relations AS (
+    SELECT m.objid AS oid FROM members AS m WHERE m.classid = 'pg_class'::regclass
+    UNION ALL
+    SELECT t.typrelid FROM members AS m JOIN pg_type AS t ON m.classid = 'pg_type'::regclass
+                                                         AND t.oid = m.objid AND t.typrelid <> 0)
+SELECT 'extension' AS kind, e.extname::text AS object,
+       concat_ws(' ', e.extnamespace::regnamespace, e.extrelocatable, e.extconfig::regclass[], e.extcondition) AS description
+  FROM pg_extension AS e WHERE e.extname = 'ratelimit'
+UNION ALL
+SELECT 'member', pg_describe_object(m.classid, m.objid, m.objsubid), ''
+  FROM members AS m
+UNION ALL
+SELECT 'function', p.oid::regprocedure::text,
+       concat_ws(E'\n', pg_get_functiondef(p.oid), 'owner ' || p.proowner::regrole::text, 'acl ' || p.proacl::text,
+                 'comment ' || obj_description(p.oid, 'pg_proc'))
+  FROM members AS m JOIN pg_proc AS p ON m.classid = 'pg_proc'::regclass AND p.oid = m.objid
+UNION ALL
+SELECT 'type', t.oid::regtype::text,
+       concat_ws(' ', t.typtype, t.typowner::regrole, 'acl ' || t.typacl::text, 'comment ' || obj_description(t.oid, 'pg_type'))
+  FROM members AS m JOIN pg_type AS t ON m.classid = 'pg_type'::regclass AND t.oid = m.objid
+UNION ALL
+SELECT 'schema', n.nspname::text,
+       concat_ws(' ', n.nspowner::regrole, 'acl ' || n.nspacl::text, 'comment ' || obj_description(n.oid, 'pg_namespace'))
+  FROM members AS m JOIN pg_namespace AS n ON m.classid = 'pg_namespace'::regclass AND n.oid = m.objid
+UNION ALL
+SELECT 'relation', c.oid::regclass::text,
+       concat_ws(' ', c.relkind, c.relpersistence, c.relowner::regrole, 'options ' || c.reloptions::text,
+                 'acl ' || c.relacl::text, 'comment ' || obj_description(c.oid, 'pg_class'))
+  FROM relations AS r JOIN pg_class AS c ON c.oid = r.oid
+UNION ALL
+SELECT 'column', a.attrelid::regclass || '.' || a.attname,
+       concat_ws(' ', a.attnum, format_type(a.atttypid, a.atttypmod), a.attnotnull, a.attisdropped,
+                 'collation ' || a.attcollation::regcollation::text, 'generated ' || nullif(a.attgenerated, '')::text,
+                 'default ' || pg_get_expr(ad.adbin, ad.adrelid), 'acl ' || a.attacl::text,
+                 'comment ' || col_description(a.attrelid, a.attnum))
+  FROM relations AS r JOIN pg_attribute AS a ON a.attrelid = r.oid AND a.attnum > 0
+  LEFT JOIN pg_attrdef AS ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
+UNION ALL
+SELECT 'constraint', co.conrelid::regclass || '.' || co.conname,
+       concat_ws(' ', pg_get_constraintdef(co.oid), co.convalidated, 'comment ' || obj_description(co.oid, 'pg_constraint'))
+  FROM relations AS r JOIN pg_constraint AS co ON co.conrelid = r.oid
+UNION ALL
+SELECT 'index', i.indexrelid::regclass::text,
+       concat_ws(' ', pg_get_indexdef(i.indexrelid), 'options ' || c.reloptions::text)
+  FROM relations AS r JOIN pg_index AS i ON i.indrelid = r.oid JOIN pg_class AS c ON c.oid = i.indexrelid
+UNION ALL
+SELECT 'trigger', tg.tgrelid::regclass || '.' || tg.tgname,
+       concat_ws(' ', pg_get_triggerdef(tg.oid), 'enabled ' || tg.tgenabled::text)
+  FROM relations AS r JOIN pg_trigger AS tg ON tg.tgrelid = r.oid AND NOT tg.tgisinternal
+UNION ALL
+SELECT 'initial privileges', pg_describe_object(ip.classoid, ip.objoid, ip.objsubid),
+       concat_ws(' ', ip.privtype, ip.initprivs::text)
+  FROM members AS m JOIN pg_init_privs AS ip ON ip.classoid = m.classid AND ip.objoid = m.objid;
+
+-- The update above ran 0.1.0, then both upgrade scripts.
+CREATE TEMP TABLE updated AS SELECT * FROM extension_catalog;
 DROP EXTENSION ratelimit;
 CREATE EXTENSION ratelimit;
 SELECT extversion FROM pg_extension WHERE extname = 'ratelimit';
-SELECT object FROM upgraded
-EXCEPT
-SELECT pg_describe_object(classid, objid, objsubid)
-  FROM pg_depend WHERE refobjid = (SELECT oid FROM pg_extension WHERE extname = 'ratelimit')
-   AND deptype = 'e';
-SELECT count(*) AS objects FROM upgraded;
+CREATE TEMP TABLE installed AS SELECT * FROM extension_catalog;
+SELECT 'only updated' AS "where", * FROM (TABLE updated EXCEPT TABLE installed) AS u
+UNION ALL
+SELECT 'only installed', * FROM (TABLE installed EXCEPT TABLE updated) AS i
+ORDER BY 1, 2, 3;
+SELECT kind, count(*) FROM updated GROUP BY kind ORDER BY kind;

@@ -1,0 +1,759 @@
+/* sql/ratelimit--0.3.0.sql */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION ratelimit" to load this file. \quit
+
+-- Installs 0.3.0 in one script: the objects of ratelimit--0.1.0.sql,
+-- ratelimit--0.1.0--0.2.0.sql and ratelimit--0.2.0--0.3.0.sql, in their
+-- order, each as the last of them leaves it (test/sql/upgrade.sql compares
+-- the two installs).  Sections are headed by the script they come from.
+
+--------------------------------------------------------------------------------
+-- ratelimit--0.1.0.sql
+--------------------------------------------------------------------------------
+
+-- Bucket state lives in a schema of its own, owned by the extension.  The
+-- functions read and write the table directly, so nobody else needs (or
+-- gets) any privilege on it: the functions are the interface.
+--
+-- Installed into a schema named ratelimit (the schema the script runs in),
+-- the state goes there too: that schema is the user's, so it is neither
+-- created nor changed.  Otherwise the state schema is created here, as in
+-- 0.1.0; CREATE SCHEMA IF NOT EXISTS would fail on a schema the extension
+-- does not own, hence the dynamic statements.
+DO $$
+BEGIN
+    IF pg_catalog.current_schema() OPERATOR(pg_catalog.=) 'ratelimit' THEN
+        RETURN;
+    END IF;
+    IF pg_catalog.to_regnamespace('ratelimit') IS NOT NULL THEN
+        RAISE EXCEPTION 'schema "ratelimit" already exists'
+            USING ERRCODE = 'duplicate_schema',
+                  DETAIL = 'The extension keeps its state in a schema named ratelimit, which it creates and owns unless it is installed into that schema.',
+                  HINT = 'Install the extension into the schema "ratelimit", or rename that schema first.';
+    END IF;
+    EXECUTE 'CREATE SCHEMA ratelimit';
+    EXECUTE 'REVOKE ALL ON SCHEMA ratelimit FROM PUBLIC';
+    EXECUTE 'COMMENT ON SCHEMA ratelimit IS ''internal state of the ratelimit extension''';
+END
+$$;
+
+-- One row per bucket.  UNLOGGED: no WAL, so a crash empties it (every bucket
+-- starts full again).  COLLATE "C" makes key comparison a memcmp.  The low
+-- fillfactor leaves room on each page so that updates stay HOT, and the
+-- autovacuum settings clean dead versions up after a fixed number of them.
+CREATE UNLOGGED TABLE ratelimit.buckets (
+    name        text COLLATE "C" NOT NULL,
+    key         text COLLATE "C" NOT NULL,
+    tokens      float8 NOT NULL,
+    last_refill timestamptz NOT NULL,
+    CONSTRAINT buckets_pkey PRIMARY KEY (name, key)
+) WITH (
+    fillfactor = 30,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_vacuum_insert_scale_factor = 0,
+    autovacuum_vacuum_insert_threshold = 10000
+);
+REVOKE ALL ON TABLE ratelimit.buckets FROM PUBLIC;
+COMMENT ON TABLE ratelimit.buckets IS
+    'token buckets of the ratelimit extension: written only by its functions';
+
+-- (ratelimit--0.2.0--0.3.0.sql adds name, quota, per and refill_after.)
+CREATE TYPE @extschema@.rate_limit_decision AS (
+    allowed      boolean,
+    remaining    float8,
+    retry_after  float8,
+    reset_after  float8,
+    capacity     float8,
+    name         text,
+    quota        float8,
+    per          interval,
+    refill_after float8
+);
+COMMENT ON TYPE @extschema@.rate_limit_decision IS
+    'answer of a rate limit call: allowed, tokens remaining (negative = reserved debt), seconds until a retry succeeds or reserved work may start, seconds until full, the burst, the limit''s name, its quota per period, and seconds until more quota arrives';
+
+CREATE FUNCTION @extschema@.rate_limit_take(
+    name         text,
+    key          text,
+    cost         float8,
+    rate         float8,
+    burst        float8,
+    reserve      boolean DEFAULT false,
+    max_reserved float8  DEFAULT NULL)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_take'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_take(text, text, float8, float8, float8, boolean, float8) IS
+    'takes cost tokens from the bucket (name, key) that refills at rate tokens per second up to burst; a denial changes nothing; rolled back with the caller''s transaction';
+
+CREATE FUNCTION @extschema@.rate_limit_check(
+    name         text,
+    key          text,
+    cost         float8,
+    rate         float8,
+    burst        float8,
+    reserve      boolean DEFAULT false,
+    max_reserved float8  DEFAULT NULL)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_check'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.rate_limit_check(text, text, float8, float8, float8, boolean, float8) IS
+    'answers as rate_limit_take would, without consuming or writing anything';
+
+CREATE FUNCTION @extschema@.rate_limit_reset(name text, key text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'rate_limit_reset'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_reset(text, text) IS
+    'forgets the bucket (name, key) so that it starts full again; true if it existed';
+
+-- Any role may take and check.  Resetting hands out a full bucket, so it is
+-- withheld from PUBLIC: grant it to the roles that need it.
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_reset(text, text) FROM PUBLIC;
+
+--------------------------------------------------------------------------------
+-- ratelimit--0.1.0--0.2.0.sql
+--------------------------------------------------------------------------------
+
+-- Named policies: rate and burst stored once, used by calls that give only a
+-- name, a key and a cost.  A regular (logged) table, so that pg_dump keeps
+-- the definitions; the limiter reads it through its primary key.  Every
+-- operator is qualified and every literal exactly typed, so that nothing in
+-- the schema the extension is installed into can be bound in its place.
+-- Periods count in seconds as date_part('epoch', ...) counts them.
+CREATE TABLE ratelimit.policies (
+    name              text COLLATE pg_catalog."C" NOT NULL,
+    rate              float8 NOT NULL,
+    per               interval NOT NULL,
+    burst             float8 NOT NULL,
+    tokens_per_second float8 NOT NULL
+        GENERATED ALWAYS AS (rate OPERATOR(pg_catalog./) pg_catalog.date_part('epoch', per)) STORED,
+    initial           float8,
+    jitter            float8 NOT NULL DEFAULT '0'::float8,
+    fixed_window      boolean NOT NULL DEFAULT false,
+    window_start      interval,
+    window_us         bigint NOT NULL
+        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', per)
+                                              OPERATOR(pg_catalog.*) '1000000'::float8)::bigint) STORED,
+    window_start_us   bigint
+        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', window_start)
+                                              OPERATOR(pg_catalog.*) '1000000'::float8)::bigint) STORED,
+    floor_rate        float8 NOT NULL DEFAULT '0'::float8,
+    floor_per_second  float8 NOT NULL
+        GENERATED ALWAYS AS (floor_rate OPERATOR(pg_catalog./) pg_catalog.date_part('epoch', per)) STORED,
+    shards            integer NOT NULL DEFAULT 1,
+    max_reserved      float8 NOT NULL DEFAULT '0'::float8,
+    CONSTRAINT policies_pkey PRIMARY KEY (name),
+    CONSTRAINT policies_name_check CHECK (pg_catalog.octet_length(name) OPERATOR(pg_catalog.>=) 1
+                                          AND pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=) 256),
+    CONSTRAINT policies_rate_check CHECK (rate OPERATOR(pg_catalog.>=) '0'::float8
+                                          AND rate OPERATOR(pg_catalog.<) 'Infinity'::float8),
+    CONSTRAINT policies_per_check CHECK (window_us OPERATOR(pg_catalog.>=) '1'::bigint),
+    CONSTRAINT policies_burst_check CHECK (burst OPERATOR(pg_catalog.>) '0'::float8
+                                           AND burst OPERATOR(pg_catalog.<) 'Infinity'::float8),
+    CONSTRAINT policies_initial_check CHECK (initial OPERATOR(pg_catalog.>=) '0'::float8
+                                             AND initial OPERATOR(pg_catalog.<=) burst),
+    CONSTRAINT policies_jitter_check CHECK (jitter OPERATOR(pg_catalog.>=) '0'::float8
+                                            AND jitter OPERATOR(pg_catalog.<=) '1'::float8),
+    CONSTRAINT policies_window_start_check CHECK (window_start_us OPERATOR(pg_catalog.>=) '0'::bigint),
+    CONSTRAINT policies_shards_check CHECK (shards OPERATOR(pg_catalog.>=) 1
+                                            AND shards OPERATOR(pg_catalog.<=) 64),
+    CONSTRAINT policies_floor_rate_check CHECK (floor_rate OPERATOR(pg_catalog.>=) '0'::float8
+                                                AND floor_rate OPERATOR(pg_catalog.<) 'Infinity'::float8
+                                                AND (floor_rate OPERATOR(pg_catalog.=) '0'::float8
+                                                     OR NOT fixed_window)),
+    -- (ratelimit--0.2.0--0.3.0.sql adds max_reserved and its constraint.)
+    CONSTRAINT policies_max_reserved_check
+        CHECK (max_reserved OPERATOR(pg_catalog.>=) '0'::float8
+               AND max_reserved OPERATOR(pg_catalog.<) 'Infinity'::float8)
+);
+REVOKE ALL ON TABLE ratelimit.policies FROM PUBLIC;
+COMMENT ON TABLE ratelimit.policies IS
+    'named rate limit policies of the ratelimit extension, written by rate_limit_define()';
+SELECT pg_catalog.pg_extension_config_dump('ratelimit.policies', '');
+
+-- Every backend caches policies; a change invalidates the caches when it
+-- commits, whoever makes it: the triggers fire ALWAYS (also under
+-- session_replication_role = replica), and for each row, as the logical
+-- replication apply worker fires row triggers only.  While they are not
+-- both there and ENABLE ALWAYS, the limiter caches nothing.
+CREATE FUNCTION ratelimit.policies_changed() RETURNS trigger
+AS 'MODULE_PATHNAME', 'rate_limit_policies_changed'
+LANGUAGE C;
+COMMENT ON FUNCTION ratelimit.policies_changed() IS
+    'invalidates every backend''s cache of rate limit policies when a change commits';
+CREATE TRIGGER policies_changed
+    AFTER INSERT OR UPDATE OR DELETE ON ratelimit.policies
+    FOR EACH ROW EXECUTE FUNCTION ratelimit.policies_changed();
+CREATE TRIGGER policies_truncated
+    AFTER TRUNCATE ON ratelimit.policies
+    FOR EACH STATEMENT EXECUTE FUNCTION ratelimit.policies_changed();
+ALTER TABLE ratelimit.policies ENABLE ALWAYS TRIGGER policies_changed;
+ALTER TABLE ratelimit.policies ENABLE ALWAYS TRIGGER policies_truncated;
+
+-- (As ratelimit--0.2.0--0.3.0.sql replaces it: returns the stored policy,
+-- takes max_reserved, refuses names the header fields cannot carry.)
+CREATE FUNCTION @extschema@.rate_limit_define(
+    name    text,
+    rate    float8,
+    per     interval DEFAULT '1 second',
+    burst   float8   DEFAULT NULL,
+    initial float8   DEFAULT NULL,
+    jitter  float8   DEFAULT '0',
+    fixed_window boolean DEFAULT false,
+    window_start interval DEFAULT NULL,
+    floor_rate   float8   DEFAULT '0',
+    shards       integer  DEFAULT 1,
+    max_reserved float8   DEFAULT '0')
+RETURNS ratelimit.policies
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    -- Periods in seconds and whole microseconds, as ratelimit.policies
+    -- derives them (see its generated columns).
+    seconds       float8 := pg_catalog.date_part('epoch', $3);
+    micros        float8 := pg_catalog.round(seconds OPERATOR(pg_catalog.*) '1000000'::float8);
+    start_seconds float8 := pg_catalog.date_part('epoch', $8);
+    start_micros  float8 := pg_catalog.round(start_seconds OPERATOR(pg_catalog.*) '1000000'::float8);
+    -- The largest bigint, rounded up to a float8: 2^63.
+    micros_limit  CONSTANT float8 := '9223372036854775807'::float8;
+    dividend      text;
+    quotient      float8;
+    stored        ratelimit.policies;
+BEGIN
+    IF $1 IS NULL OR $2 IS NULL OR $3 IS NULL THEN
+        RAISE EXCEPTION 'name, rate and per must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'Only burst may be NULL, meaning one period''s worth of tokens.',
+                  HINT = 'Pass the policy''s name, its rate and the period the rate is counted over.';
+    END IF;
+    IF $1 OPERATOR(pg_catalog.=) '' OR pg_catalog.octet_length($1) OPERATOR(pg_catalog.>) 256 THEN
+        RAISE EXCEPTION 'policy name must be 1 to 256 bytes long'
+            USING ERRCODE = CASE WHEN $1 OPERATOR(pg_catalog.=) '' THEN 'invalid_parameter_value'
+                                 ELSE 'program_limit_exceeded' END,
+                  DETAIL = pg_catalog.format('The name given is %s bytes long.', pg_catalog.octet_length($1)),
+                  HINT = 'Use a short name, such as ''api'' or ''login''.';
+    END IF;
+    -- The name is what rate_limit_headers() writes into the RateLimit
+    -- fields, as a structured-field string: printable ASCII only.
+    IF $1 OPERATOR(pg_catalog.!~) '^[ -~]+$' THEN
+        RAISE EXCEPTION 'policy name must be printable ASCII'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The name given, %s, has characters outside the printable ASCII range (space to tilde), which the RateLimit header fields cannot carry.', pg_catalog.quote_literal($1)),
+                  HINT = 'Use letters, digits and punctuation, such as ''api-free'' or ''login:v2''.';
+    END IF;
+    IF NOT ($2 OPERATOR(pg_catalog.>=) '0'::float8 AND $2 OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
+        RAISE EXCEPTION 'rate must be a finite number greater than or equal to zero'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The rate given was %s.', $2),
+                  HINT = 'Pass how many tokens refill per period; 0 means the bucket never refills.';
+    END IF;
+    -- An interval compares as 30-day months, but lasts 365.25 days a year:
+    -- '-1 year 361 days' is greater than zero and lasts -4.25 days.  The
+    -- length in microseconds is what the limiter uses.
+    IF NOT (micros OPERATOR(pg_catalog.>=) '1'::float8) THEN
+        RAISE EXCEPTION 'per must be a positive interval'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = CASE WHEN $3 OPERATOR(pg_catalog.>) '0'::interval
+                                THEN pg_catalog.format('The period given, %s, lasts %s seconds, counting a year as 365.25 days and a month as 30 days.', $3, seconds)
+                                ELSE pg_catalog.format('The period given was %s.', $3) END,
+                  HINT = 'Pass the period the rate is counted over, such as ''1 minute''.';
+    END IF;
+    IF NOT (micros OPERATOR(pg_catalog.<) micros_limit) THEN
+        RAISE EXCEPTION 'per is too long'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The period given, %s, lasts %s seconds; a period is kept in microseconds, in a bigint, so it lasts less than 9223372036854.775808 seconds (about 292,271 years).', $3, seconds),
+                  HINT = 'Pass a shorter period, such as ''1 year''.';
+    END IF;
+    IF NOT (coalesce($4, $2) OPERATOR(pg_catalog.>) '0'::float8
+            AND coalesce($4, $2) OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
+        RAISE EXCEPTION 'burst must be a finite number greater than zero'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = CASE WHEN $4 IS NULL
+                                THEN pg_catalog.format('No burst was given, so it is the rate, %s.', $2)
+                                ELSE pg_catalog.format('The burst given was %s.', $4) END,
+                  HINT = 'Pass the capacity of the bucket, the most tokens it can hold.';
+    END IF;
+    IF $5 IS NOT NULL AND NOT ($5 OPERATOR(pg_catalog.>=) '0'::float8
+                               AND $5 OPERATOR(pg_catalog.<=) coalesce($4, $2)) THEN
+        RAISE EXCEPTION 'initial must be between zero and burst'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The initial balance given was %s and the burst is %s.', $5, coalesce($4, $2)),
+                  HINT = 'Pass how many tokens a key starts with, or NULL to start full.';
+    END IF;
+    IF $6 IS NULL OR NOT ($6 OPERATOR(pg_catalog.>=) '0'::float8 AND $6 OPERATOR(pg_catalog.<=) '1'::float8) THEN
+        RAISE EXCEPTION 'jitter must be between 0 and 1'
+            USING ERRCODE = CASE WHEN $6 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
+                  DETAIL = pg_catalog.format('The jitter given was %s.', coalesce($6::text, 'NULL')),
+                  HINT = 'Pass the largest fraction retry_after may be stretched by, such as 0.1; 0 for none.';
+    END IF;
+    IF $7 IS NULL THEN
+        RAISE EXCEPTION 'fixed_window must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'fixed_window chooses between continuous refill and fixed windows.',
+                  HINT = 'Pass true for fixed windows, false (the default) for a token bucket.';
+    END IF;
+    IF $8 IS NOT NULL AND (NOT $7 OR NOT (start_micros OPERATOR(pg_catalog.>=) '0'::float8)) THEN
+        RAISE EXCEPTION 'window_start needs fixed_window and a non-negative interval'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = CASE WHEN $7 AND $8 OPERATOR(pg_catalog.>=) '0'::interval
+                                THEN pg_catalog.format('The window_start given, %s, lasts %s seconds, counting a year as 365.25 days and a month as 30 days.', $8, start_seconds)
+                                ELSE pg_catalog.format('The window_start given was %s, with fixed_window %s.', $8, $7) END,
+                  HINT = 'Pass the offset of the windows from midnight UTC, such as ''0 seconds'' to start them on the minute; omit it to spread keys over the window.';
+    END IF;
+    IF $8 IS NOT NULL AND NOT (start_micros OPERATOR(pg_catalog.<) micros_limit) THEN
+        RAISE EXCEPTION 'window_start is too long'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The window_start given, %s, lasts %s seconds; it is kept in microseconds, in a bigint, so it lasts less than 9223372036854.775808 seconds (about 292,271 years).', $8, start_seconds),
+                  HINT = 'Pass an offset shorter than the period, such as ''0 seconds''.';
+    END IF;
+    IF $9 IS NULL OR NOT ($9 OPERATOR(pg_catalog.>=) '0'::float8 AND $9 OPERATOR(pg_catalog.<) 'Infinity'::float8)
+       OR ($9 OPERATOR(pg_catalog.>) '0'::float8 AND $7) THEN
+        RAISE EXCEPTION 'floor_rate must be a finite number greater than or equal to zero, without fixed_window'
+            USING ERRCODE = CASE WHEN $9 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
+                  DETAIL = pg_catalog.format('The floor_rate given was %s, with fixed_window %s.', coalesce($9::text, 'NULL'), $7),
+                  HINT = 'Pass the tokens per period a client still gets once its burst is spent; 0 for none.';
+    END IF;
+    IF $10 IS NULL OR NOT ($10 OPERATOR(pg_catalog.>=) 1 AND $10 OPERATOR(pg_catalog.<=) 64) THEN
+        RAISE EXCEPTION 'shards must be between 1 and 64'
+            USING ERRCODE = CASE WHEN $10 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
+                  DETAIL = pg_catalog.format('The shards given were %s.', coalesce($10::text, 'NULL')),
+                  HINT = 'Split a hot key over a few rows, such as 8; 1 keeps it in one row.';
+    END IF;
+    IF $11 IS NULL OR NOT ($11 OPERATOR(pg_catalog.>=) '0'::float8 AND $11 OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
+        RAISE EXCEPTION 'max_reserved must be a finite number greater than or equal to zero'
+            USING ERRCODE = CASE WHEN $11 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
+                  DETAIL = pg_catalog.format('The max_reserved given was %s.', coalesce($11::text, 'NULL')),
+                  HINT = 'Pass the most tokens a key may owe after a reservation; 0 (the default) allows none.';
+    END IF;
+    -- Tokens per second, computed as the table computes them: a quotient
+    -- beyond float8 (too many per microsecond, or too few per century) is
+    -- reported here rather than as a bare overflow or underflow.
+    BEGIN
+        dividend := 'rate';
+        quotient := $2 OPERATOR(pg_catalog./) seconds;
+        dividend := 'floor_rate';
+        quotient := $9 OPERATOR(pg_catalog./) seconds;
+    EXCEPTION WHEN numeric_value_out_of_range THEN
+        RAISE EXCEPTION '% per second is out of range', dividend
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('%s tokens per %s is %s tokens per second than a float8 can hold.',
+                                             CASE WHEN dividend OPERATOR(pg_catalog.=) 'rate' THEN $2 ELSE $9 END, $3,
+                                             CASE WHEN seconds OPERATOR(pg_catalog.<) '1'::float8 THEN 'more' ELSE 'fewer' END),
+                  HINT = pg_catalog.format('Pass a %s and period that come to about 5e-324 to 1.8e308 tokens per second, or a %s of 0.',
+                                           dividend, dividend);
+    END;
+    INSERT INTO ratelimit.policies AS p
+        (name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate, shards,
+         max_reserved)
+    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10, $11)
+    ON CONFLICT (name) DO UPDATE
+        SET rate = excluded.rate, per = excluded.per, burst = excluded.burst,
+            initial = excluded.initial, jitter = excluded.jitter,
+            fixed_window = excluded.fixed_window, window_start = excluded.window_start,
+            floor_rate = excluded.floor_rate, shards = excluded.shards,
+            max_reserved = excluded.max_reserved
+    RETURNING p.* INTO stored;
+    RETURN stored;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8) IS
+    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent; shards splits each key over that many rows for hot keys; a key may owe up to max_reserved tokens after a reservation; returns the stored policy';
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8) FROM PUBLIC;
+CREATE FUNCTION @extschema@.rate_limit_drop(name text)
+RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF $1 IS NULL THEN
+        RAISE EXCEPTION 'name must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'rate_limit_drop() requires a value for name.',
+                  HINT = 'Pass the name of the policy to remove.';
+    END IF;
+    DELETE FROM ratelimit.policies AS p WHERE p.name OPERATOR(pg_catalog.=) $1;
+    RETURN FOUND;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.rate_limit_drop(text) IS
+    'removes the policy name; true if it existed (buckets already used stay until reset)';
+
+CREATE FUNCTION @extschema@.rate_limit_take(name text, key text, cost float8 DEFAULT 1)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_take_policy'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_take(text, text, float8) IS
+    'takes cost tokens from the bucket (name, key) with the rate and burst of policy name';
+
+CREATE FUNCTION @extschema@.rate_limit_check(name text, key text, cost float8 DEFAULT 1)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_check_policy'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.rate_limit_check(text, text, float8) IS
+    'answers as rate_limit_take(name, key, cost) would, without consuming or writing anything';
+
+CREATE FUNCTION @extschema@.rate_limit_refund(name text, key text, amount float8)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_refund_policy'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_refund(text, text, float8) IS
+    'gives amount tokens back to the bucket (name, key) of policy name, never beyond its burst';
+
+CREATE FUNCTION @extschema@.rate_limit_refund(
+    name text, key text, amount float8, rate float8, burst float8)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_refund'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_refund(text, text, float8, float8, float8) IS
+    'gives amount tokens back to the bucket (name, key) that refills at rate up to burst';
+
+-- All or nothing over several limits.
+-- (ratelimit--0.2.0--0.3.0.sql adds decisions.)
+CREATE TYPE @extschema@.rate_limit_all_decision AS (
+    allowed      boolean,
+    retry_after  float8,
+    binding_name text,
+    binding_key  text,
+    remaining    float8[],
+    decisions    @extschema@.rate_limit_decision[]
+);
+COMMENT ON TYPE @extschema@.rate_limit_all_decision IS
+    'answer of rate_limit_take_all: allowed, seconds until every limit would grant, the binding limit, the tokens remaining per limit given, and each limit''s own decision';
+
+CREATE FUNCTION @extschema@.rate_limit_take_all(names text[], keys text[], costs float8[] DEFAULT NULL)
+RETURNS @extschema@.rate_limit_all_decision
+AS 'MODULE_PATHNAME', 'rate_limit_take_all'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_take_all(text[], text[], float8[]) IS
+    'takes costs[i] (default 1) from bucket (names[i], keys[i]) under policy names[i] for every i, or from none; rows are locked in one canonical order';
+
+-- HTTP header values (draft-ietf-httpapi-ratelimit-headers-10): the policy
+-- as a quota q per window w (the time the bucket takes to refill from empty),
+-- the state as remaining r and seconds t until the next change that matters
+-- (the retry when one is pending, otherwise until full), and Retry-After.
+CREATE FUNCTION @extschema@.rate_limit_headers(
+    decision @extschema@.rate_limit_decision,
+    policy   text,
+    rate     float8 DEFAULT NULL,
+    OUT ratelimit_policy text,
+    OUT ratelimit        text,
+    OUT retry_after      text)
+LANGUAGE plpgsql STABLE PARALLEL SAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_variable
+DECLARE
+    -- Structured-field integers have at most 15 digits: every value is
+    -- capped there.
+    sf_max CONSTANT float8 := '999999999999999'::float8;
+    per_second float8 := rate_limit_headers.rate;
+    item text;
+    window_seconds float8;
+    wait float8;
+BEGIN
+    IF decision IS NULL OR policy IS NULL THEN
+        RAISE EXCEPTION 'decision and policy must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'The header values describe one decision under one policy.',
+                  HINT = 'Pass the row rate_limit_take() returned and the policy name.';
+    END IF;
+    -- The limiter's decisions hold a finite positive capacity and waits of
+    -- zero or more; NaN compares equal to itself and above every number.
+    IF (decision.capacity OPERATOR(pg_catalog.>) '0'::float8
+        AND decision.capacity OPERATOR(pg_catalog.<) 'Infinity'::float8
+        AND decision.remaining OPERATOR(pg_catalog.<>) 'NaN'::float8
+        AND decision.retry_after OPERATOR(pg_catalog.>=) '0'::float8
+        AND decision.retry_after OPERATOR(pg_catalog.<>) 'NaN'::float8
+        AND decision.reset_after OPERATOR(pg_catalog.>=) '0'::float8
+        AND decision.reset_after OPERATOR(pg_catalog.<>) 'NaN'::float8) IS NOT TRUE THEN
+        RAISE EXCEPTION 'decision is not a rate limit decision'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The decision given was %s; a decision has a finite capacity above zero, a remaining balance and waits of zero or more.', decision),
+                  HINT = 'Pass the row rate_limit_take() or rate_limit_check() returned.';
+    END IF;
+    IF policy OPERATOR(pg_catalog.=) '' OR policy OPERATOR(pg_catalog.!~) '^[ -~]*$' THEN
+        RAISE EXCEPTION 'policy name cannot be written as a structured-field string'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'HTTP structured-field strings hold printable ASCII characters only.',
+                  HINT = 'Name the policy in the headers with a non-empty ASCII name.';
+    END IF;
+    IF per_second IS NULL THEN
+        SELECT p.tokens_per_second INTO per_second
+          FROM ratelimit.policies AS p WHERE p.name OPERATOR(pg_catalog.=) policy;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'rate limit policy "%" does not exist', policy
+                USING ERRCODE = 'undefined_object',
+                      DETAIL = 'Without a rate, the headers take it from a policy defined with rate_limit_define().',
+                      HINT = 'Pass the rate used for the decision, or define the policy.';
+        END IF;
+    END IF;
+    IF NOT (per_second OPERATOR(pg_catalog.>=) '0'::float8 AND per_second OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
+        RAISE EXCEPTION 'rate must be a finite number greater than or equal to zero'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The rate given was %s.', per_second),
+                  HINT = 'Pass the refill rate in tokens per second that the decision used.';
+    END IF;
+
+    -- The window, capacity / per_second, without a quotient beyond float8:
+    -- one second when the capacity is no more than a second's worth, and
+    -- sf_max when the quotient would exceed it.
+    window_seconds := CASE
+        WHEN decision.capacity OPERATOR(pg_catalog.<=) per_second THEN '1'::float8
+        WHEN per_second OPERATOR(pg_catalog.<) '1'::float8
+             AND decision.capacity OPERATOR(pg_catalog.>) (per_second OPERATOR(pg_catalog.*) sf_max) THEN sf_max
+        ELSE pg_catalog.ceil(decision.capacity OPERATOR(pg_catalog./) per_second) END;
+    item := '"' OPERATOR(pg_catalog.||) pg_catalog.replace(pg_catalog.replace(policy, '\', '\\'), '"', '\"')
+            OPERATOR(pg_catalog.||) '"';
+    ratelimit_policy := item OPERATOR(pg_catalog.||) ';q='
+        OPERATOR(pg_catalog.||) least(pg_catalog.floor(decision.capacity), sf_max)::bigint::text
+        OPERATOR(pg_catalog.||) CASE WHEN per_second OPERATOR(pg_catalog.>) '0'::float8
+                THEN ';w=' OPERATOR(pg_catalog.||) least(window_seconds, sf_max)::bigint::text
+                ELSE '' END;
+    wait := CASE WHEN decision.retry_after OPERATOR(pg_catalog.>) '0'::float8
+                 THEN decision.retry_after ELSE decision.reset_after END;
+    ratelimit := item OPERATOR(pg_catalog.||) ';r='
+        OPERATOR(pg_catalog.||) least(pg_catalog.floor(greatest(decision.remaining, '0'::float8)), sf_max)::bigint::text
+        OPERATOR(pg_catalog.||) CASE WHEN wait OPERATOR(pg_catalog.<) 'Infinity'::float8
+                THEN ';t=' OPERATOR(pg_catalog.||) least(pg_catalog.ceil(wait), sf_max)::bigint::text
+                ELSE '' END;
+    retry_after := CASE WHEN decision.retry_after OPERATOR(pg_catalog.>) '0'::float8
+                             AND decision.retry_after OPERATOR(pg_catalog.<) 'Infinity'::float8
+                        THEN least(pg_catalog.ceil(decision.retry_after), sf_max)::bigint::text END;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.rate_limit_headers(@extschema@.rate_limit_decision, text, float8) IS
+    'values of the RateLimit-Policy, RateLimit and Retry-After HTTP headers (draft-ietf-httpapi-ratelimit-headers-10) for a decision under a policy (its rate from ratelimit.policies unless given)';
+
+-- Defining policies and handing tokens back are administrative: granted on
+-- purpose, like rate_limit_reset.
+REVOKE ALL ON FUNCTION ratelimit.policies_changed() FROM PUBLIC;
+-- (rate_limit_define: above, with the function.)
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_drop(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_refund(text, text, float8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_refund(text, text, float8, float8, float8) FROM PUBLIC;
+
+--------------------------------------------------------------------------------
+-- ratelimit--0.2.0--0.3.0.sql
+--------------------------------------------------------------------------------
+
+-- Reservation by policy: max_wait is how long the caller accepts to wait
+-- for reserved work to start.  No default, so that the three-argument forms
+-- stay as they are.
+CREATE FUNCTION @extschema@.rate_limit_take(name text, key text, cost float8, max_wait interval)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_take_policy_wait'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_take(text, text, float8, interval) IS
+    'takes cost tokens from the bucket (name, key) of policy name; when it holds too few, reserves them if the work may start within max_wait and the policy''s max_reserved allows the debt';
+
+CREATE FUNCTION @extschema@.rate_limit_check(name text, key text, cost float8, max_wait interval)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_check_policy_wait'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.rate_limit_check(text, text, float8, interval) IS
+    'answers as rate_limit_take(name, key, cost, max_wait) would, without consuming or writing anything';
+
+CREATE FUNCTION @extschema@.rate_limit_take_all(
+    names text[], keys text[], costs float8[], max_wait interval)
+RETURNS @extschema@.rate_limit_all_decision
+AS 'MODULE_PATHNAME', 'rate_limit_take_all_wait'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_take_all(text[], text[], float8[], interval) IS
+    'takes costs[i] (default 1) from bucket (names[i], keys[i]) under policy names[i] for every i, or from none, each reserving within max_wait where its policy allows; rows are locked in one canonical order';
+
+-- Explicit parameters in the units of rate_limit_define: rate tokens per
+-- period per, burst by default the rate.  For trusted callers: refused on a
+-- name a policy governs.
+CREATE FUNCTION @extschema@.rate_limit_take(
+    name         text,
+    key          text,
+    cost         float8,
+    rate         float8,
+    per          interval,
+    burst        float8   DEFAULT NULL,
+    max_wait     interval DEFAULT NULL,
+    max_reserved float8   DEFAULT NULL)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_take_per'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_take(text, text, float8, float8, interval, float8, interval, float8) IS
+    'takes cost tokens from the bucket (name, key) that refills rate tokens per period per up to burst (default: rate); reserves within max_wait and max_reserved when given; refused on a name a policy governs';
+
+CREATE FUNCTION @extschema@.rate_limit_check(
+    name         text,
+    key          text,
+    cost         float8,
+    rate         float8,
+    per          interval,
+    burst        float8   DEFAULT NULL,
+    max_wait     interval DEFAULT NULL,
+    max_reserved float8   DEFAULT NULL)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_check_per'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.rate_limit_check(text, text, float8, float8, interval, float8, interval, float8) IS
+    'answers as rate_limit_take with the same arguments would, without consuming or writing anything';
+
+CREATE FUNCTION @extschema@.rate_limit_refund(
+    name   text,
+    key    text,
+    amount float8,
+    rate   float8,
+    per    interval,
+    burst  float8 DEFAULT NULL)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_refund_per'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_refund(text, text, float8, float8, interval, float8) IS
+    'gives amount tokens back to the bucket (name, key) that refills rate tokens per period per up to burst (default: rate); refused on a name a policy governs';
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_refund(text, text, float8, float8, interval, float8) FROM PUBLIC;
+
+-- HTTP header values (draft-ietf-httpapi-ratelimit-headers-11) from a
+-- decision alone: the policy as a whole quota q per window w in seconds, the
+-- state as whole units remaining r and seconds t until more quota arrives,
+-- and Retry-After when the call was denied.  Every value is capped at 15
+-- digits, as structured-field integers are.  It reads nothing but its
+-- argument, so it runs with the caller's rights.
+CREATE FUNCTION @extschema@.rate_limit_headers(
+    decision @extschema@.rate_limit_decision,
+    OUT ratelimit_policy text,
+    OUT ratelimit        text,
+    OUT retry_after      text)
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_variable
+DECLARE
+    sf_max CONSTANT float8 := '999999999999999'::float8;
+    per_seconds float8 := pg_catalog.date_part('epoch', decision.per);
+    scale float8;
+    item text;
+BEGIN
+    -- What the limiter returns: a name, a finite quota of zero or more per
+    -- a positive period, a finite capacity above zero, a finite balance and
+    -- waits of zero or more.  NaN compares equal to itself and above every
+    -- number; NULL makes the whole condition NULL.
+    IF (decision.allowed IS NOT NULL
+        AND decision.remaining OPERATOR(pg_catalog.>) '-Infinity'::float8
+        AND decision.remaining OPERATOR(pg_catalog.<) 'Infinity'::float8
+        AND decision.retry_after OPERATOR(pg_catalog.>=) '0'::float8
+        AND decision.retry_after OPERATOR(pg_catalog.<>) 'NaN'::float8
+        AND decision.reset_after OPERATOR(pg_catalog.>=) '0'::float8
+        AND decision.reset_after OPERATOR(pg_catalog.<>) 'NaN'::float8
+        AND decision.capacity OPERATOR(pg_catalog.>) '0'::float8
+        AND decision.capacity OPERATOR(pg_catalog.<) 'Infinity'::float8
+        AND decision.name OPERATOR(pg_catalog.<>) ''
+        AND decision.quota OPERATOR(pg_catalog.>=) '0'::float8
+        AND decision.quota OPERATOR(pg_catalog.<) 'Infinity'::float8
+        AND per_seconds OPERATOR(pg_catalog.>) '0'::float8
+        AND per_seconds OPERATOR(pg_catalog.<) 'Infinity'::float8
+        AND decision.refill_after OPERATOR(pg_catalog.>=) '0'::float8
+        AND decision.refill_after OPERATOR(pg_catalog.<>) 'NaN'::float8) IS NOT TRUE THEN
+        RAISE EXCEPTION 'decision is not a rate limit decision'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The decision given was %s; a decision has a name, a quota of zero or more per a positive period, a finite capacity above zero, a finite balance and waits of zero or more.', decision),
+                  HINT = 'Pass the row a rate_limit_take() or rate_limit_check() call returned.';
+    END IF;
+    IF decision.name OPERATOR(pg_catalog.!~) '^[ -~]+$' THEN
+        RAISE EXCEPTION 'limit name cannot be written as a structured-field string'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'HTTP structured-field strings hold printable ASCII characters only (space to tilde).',
+                  HINT = 'Give the limit a name of letters, digits and punctuation, such as ''api-free'' or ''login:v2''.';
+    END IF;
+    item := '"' OPERATOR(pg_catalog.||)
+            pg_catalog.replace(pg_catalog.replace(decision.name, '\', '\\'), '"', '\"')
+            OPERATOR(pg_catalog.||) '"';
+
+    -- The quota per window in whole numbers: scaled by the smallest whole
+    -- number that makes both the quota and the period at least 1 (1 when they
+    -- are), so that "5 per minute" is q=5;w=60 and "0.5 per second" q=1;w=2.
+    -- Nothing overflows: 1/quota stays below 1e300 (a quota below 1e-300 has
+    -- a window far beyond sf_max seconds), a window beyond sf_max is capped
+    -- before it is computed, and so is a quota.  A quota of 0 never refills:
+    -- q is the capacity, over no window.
+    IF decision.quota OPERATOR(pg_catalog.=) '0'::float8 THEN
+        ratelimit_policy := item OPERATOR(pg_catalog.||) ';q='
+            OPERATOR(pg_catalog.||) least(pg_catalog.floor(decision.capacity), sf_max)::bigint::text;
+    ELSE
+        scale := pg_catalog.ceil(greatest(
+            CASE WHEN decision.quota OPERATOR(pg_catalog.>=) '1e-300'::float8
+                 THEN '1'::float8 OPERATOR(pg_catalog./) decision.quota ELSE '1e300'::float8 END,
+            '1'::float8 OPERATOR(pg_catalog./) per_seconds));
+        ratelimit_policy := item OPERATOR(pg_catalog.||) ';q='
+            OPERATOR(pg_catalog.||) least(greatest(pg_catalog.floor(least(decision.quota, sf_max)
+                                                                    OPERATOR(pg_catalog.*) scale),
+                                                   '1'::float8), sf_max)::bigint::text
+            OPERATOR(pg_catalog.||) ';w='
+            OPERATOR(pg_catalog.||) least(CASE
+                WHEN scale OPERATOR(pg_catalog.>=) (sf_max OPERATOR(pg_catalog./) per_seconds) THEN sf_max
+                ELSE pg_catalog.ceil(per_seconds OPERATOR(pg_catalog.*) scale) END, sf_max)::bigint::text;
+    END IF;
+
+    -- t: seconds within which the client gets no more than r; none when the
+    -- bucket is full or never refills.
+    ratelimit := item OPERATOR(pg_catalog.||) ';r='
+        OPERATOR(pg_catalog.||) least(pg_catalog.floor(greatest(decision.remaining, '0'::float8)), sf_max)::bigint::text
+        OPERATOR(pg_catalog.||) CASE
+            WHEN decision.remaining OPERATOR(pg_catalog.<) decision.capacity
+                 AND decision.refill_after OPERATOR(pg_catalog.<) 'Infinity'::float8
+            THEN ';t=' OPERATOR(pg_catalog.||) least(pg_catalog.ceil(decision.refill_after), sf_max)::bigint::text
+            ELSE '' END;
+    retry_after := CASE WHEN NOT decision.allowed
+                             AND decision.retry_after OPERATOR(pg_catalog.>) '0'::float8
+                             AND decision.retry_after OPERATOR(pg_catalog.<) 'Infinity'::float8
+                        THEN least(pg_catalog.ceil(decision.retry_after), sf_max)::bigint::text END;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.rate_limit_headers(@extschema@.rate_limit_decision) IS
+    'values of the RateLimit-Policy, RateLimit and Retry-After HTTP headers (draft-ietf-httpapi-ratelimit-headers-11) for a decision of rate_limit_take() or rate_limit_check()';
+
+-- Several limits at once: one item per limit, in the order given, and
+-- Retry-After when the whole call was denied.
+CREATE FUNCTION @extschema@.rate_limit_headers(
+    decision @extschema@.rate_limit_all_decision,
+    OUT ratelimit_policy text,
+    OUT ratelimit        text,
+    OUT retry_after      text)
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_variable
+DECLARE
+    sf_max CONSTANT float8 := '999999999999999'::float8;
+    element @extschema@.rate_limit_decision;
+    one record;
+BEGIN
+    IF (decision.allowed IS NOT NULL
+        AND decision.retry_after OPERATOR(pg_catalog.>=) '0'::float8
+        AND decision.retry_after OPERATOR(pg_catalog.<>) 'NaN'::float8
+        AND pg_catalog.array_ndims(decision.decisions) OPERATOR(pg_catalog.=) 1
+        AND pg_catalog.cardinality(decision.remaining) OPERATOR(pg_catalog.=) pg_catalog.cardinality(decision.decisions))
+       IS NOT TRUE THEN
+        RAISE EXCEPTION 'decision is not a rate limit decision'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The decision given was %s; a decision of rate_limit_take_all() has a wait of zero or more and one decision and one balance per limit.', decision),
+                  HINT = 'Pass the row a rate_limit_take_all() call returned.';
+    END IF;
+    FOREACH element IN ARRAY decision.decisions LOOP
+        one := @extschema@.rate_limit_headers(element);
+        ratelimit_policy := CASE WHEN ratelimit_policy IS NULL THEN one.ratelimit_policy
+                                 ELSE ratelimit_policy OPERATOR(pg_catalog.||) ', '
+                                      OPERATOR(pg_catalog.||) one.ratelimit_policy END;
+        ratelimit := CASE WHEN ratelimit IS NULL THEN one.ratelimit
+                          ELSE ratelimit OPERATOR(pg_catalog.||) ', '
+                               OPERATOR(pg_catalog.||) one.ratelimit END;
+    END LOOP;
+    retry_after := CASE WHEN NOT decision.allowed
+                             AND decision.retry_after OPERATOR(pg_catalog.>) '0'::float8
+                             AND decision.retry_after OPERATOR(pg_catalog.<) 'Infinity'::float8
+                        THEN least(pg_catalog.ceil(decision.retry_after), sf_max)::bigint::text END;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.rate_limit_headers(@extschema@.rate_limit_all_decision) IS
+    'values of the RateLimit-Policy and RateLimit HTTP headers (one item per limit, in the order given) and of Retry-After (draft-ietf-httpapi-ratelimit-headers-11) for a decision of rate_limit_take_all()';
