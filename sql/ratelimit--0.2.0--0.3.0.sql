@@ -58,8 +58,11 @@ COMMENT ON FUNCTION @extschema@.rate_limit_take_all(text[], text[], float8[], in
 
 -- Explicit parameters in the units of rate_limit_define: rate tokens per
 -- period per, burst by default the rate.  For trusted callers: refused on a
--- name a policy governs.
-CREATE FUNCTION @extschema@.rate_limit_take(
+-- name a policy governs.  Names of their own: as overloads of rate_limit_take,
+-- an untyped fifth argument (a parameter as node-postgres sends it) would
+-- match both them and the 0.1.0 forms, and 0.1.0 calls would fail as
+-- ambiguous.
+CREATE FUNCTION @extschema@.rate_limit_take_explicit(
     name         text,
     key          text,
     cost         float8,
@@ -71,10 +74,10 @@ CREATE FUNCTION @extschema@.rate_limit_take(
 RETURNS @extschema@.rate_limit_decision
 AS 'MODULE_PATHNAME', 'rate_limit_take_per'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.rate_limit_take(text, text, float8, float8, interval, float8, interval, float8) IS
+COMMENT ON FUNCTION @extschema@.rate_limit_take_explicit(text, text, float8, float8, interval, float8, interval, float8) IS
     'takes cost tokens from the bucket (name, key) that refills rate tokens per period per up to burst (default: rate); reserves within max_wait and max_reserved when given; refused on a name a policy governs';
 
-CREATE FUNCTION @extschema@.rate_limit_check(
+CREATE FUNCTION @extschema@.rate_limit_check_explicit(
     name         text,
     key          text,
     cost         float8,
@@ -86,10 +89,10 @@ CREATE FUNCTION @extschema@.rate_limit_check(
 RETURNS @extschema@.rate_limit_decision
 AS 'MODULE_PATHNAME', 'rate_limit_check_per'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION @extschema@.rate_limit_check(text, text, float8, float8, interval, float8, interval, float8) IS
-    'answers as rate_limit_take with the same arguments would, without consuming or writing anything';
+COMMENT ON FUNCTION @extschema@.rate_limit_check_explicit(text, text, float8, float8, interval, float8, interval, float8) IS
+    'answers as rate_limit_take_explicit with the same arguments would, without consuming or writing anything';
 
-CREATE FUNCTION @extschema@.rate_limit_refund(
+CREATE FUNCTION @extschema@.rate_limit_refund_explicit(
     name   text,
     key    text,
     amount float8,
@@ -99,9 +102,9 @@ CREATE FUNCTION @extschema@.rate_limit_refund(
 RETURNS @extschema@.rate_limit_decision
 AS 'MODULE_PATHNAME', 'rate_limit_refund_per'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.rate_limit_refund(text, text, float8, float8, interval, float8) IS
+COMMENT ON FUNCTION @extschema@.rate_limit_refund_explicit(text, text, float8, float8, interval, float8) IS
     'gives amount tokens back to the bucket (name, key) that refills rate tokens per period per up to burst (default: rate); refused on a name a policy governs';
-REVOKE ALL ON FUNCTION @extschema@.rate_limit_refund(text, text, float8, float8, interval, float8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_refund_explicit(text, text, float8, float8, interval, float8) FROM PUBLIC;
 
 -- rate_limit_define returns the stored policy and takes max_reserved: a new
 -- signature and result type, so the function is replaced.  Whoever could
@@ -162,7 +165,8 @@ BEGIN
     IF $1 OPERATOR(pg_catalog.!~) '^[ -~]+$' THEN
         RAISE EXCEPTION 'policy name must be printable ASCII'
             USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = pg_catalog.format('The name given, %s, has characters outside the printable ASCII range (space to tilde), which the RateLimit header fields cannot carry.', pg_catalog.quote_literal($1)),
+                  DETAIL = pg_catalog.format('Character %s of the name given is outside the printable ASCII range (space to tilde), which the RateLimit header fields cannot carry.',
+                                             pg_catalog.length(pg_catalog.substring($1, '^[ -~]*')) OPERATOR(pg_catalog.+) 1),
                   HINT = 'Use letters, digits and punctuation, such as ''api-free'' or ''login:v2''.';
     END IF;
     IF NOT ($2 OPERATOR(pg_catalog.>=) '0'::float8 AND $2 OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN

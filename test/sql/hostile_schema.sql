@@ -119,9 +119,9 @@ SELECT h.* FROM shared.rate_limit_take('hostile-reserve', 'k', 1) AS d, LATERAL 
 SELECT allowed, remaining FROM shared.rate_limit_take('hostile-reserve', 'k', 6, max_wait => '1 minute');
 SELECT allowed, remaining FROM shared.rate_limit_check('hostile-reserve', 'k', 1, max_wait => '1 minute');
 SELECT allowed FROM shared.rate_limit_take_all(ARRAY['hostile-window', 'hostile-reserve'], ARRAY['k2', 'k2'], NULL, '1 minute');
-SELECT allowed, remaining FROM shared.rate_limit_take('explicit-per', 'k', 1, 0.5, per => '1 minute', burst => 3);
-SELECT allowed, remaining FROM shared.rate_limit_check('explicit-per', 'k', 1, 0.5, per => '1 minute', burst => 3);
-SELECT allowed, remaining FROM shared.rate_limit_refund('explicit-per', 'k', 1, 0.5, per => '1 minute', burst => 3);
+SELECT allowed, remaining FROM shared.rate_limit_take_explicit('explicit-per', 'k', 1, 0.5, per => '1 minute', burst => 3);
+SELECT allowed, remaining FROM shared.rate_limit_check_explicit('explicit-per', 'k', 1, 0.5, per => '1 minute', burst => 3);
+SELECT allowed, remaining FROM shared.rate_limit_refund_explicit('explicit-per', 'k', 1, 0.5, per => '1 minute', burst => 3);
 SELECT shared.rate_limit_reset('hostile', 'k');
 SELECT shared.rate_limit_drop('hostile');
 RESET ratelimit.fixed_clock;

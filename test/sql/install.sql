@@ -15,7 +15,7 @@ SELECT p.proname, p.provolatile, p.proparallel, p.proisstrict,
        obj_description(p.oid, 'pg_proc') IS NOT NULL AS commented
     FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
     JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'ratelimit'
-    ORDER BY p.proname;
+    ORDER BY p.proname, p.oid::regprocedure::text;
 SELECT has_schema_privilege('public', 'ratelimit', 'USAGE') AS schema_usage,
        has_table_privilege('public', 'ratelimit.buckets', 'SELECT') AS table_select,
        has_table_privilege('public', 'ratelimit.buckets', 'UPDATE') AS table_update;

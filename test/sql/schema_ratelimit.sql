@@ -67,9 +67,9 @@ SELECT h.ratelimit FROM ratelimit.rate_limit_take_all(ARRAY['api'], ARRAY['k2'])
 SELECT allowed FROM ratelimit.rate_limit_take('api', 'k3', 1, max_wait => '1 minute');
 SELECT allowed FROM ratelimit.rate_limit_check('api', 'k3', 1, max_wait => '1 minute');
 SELECT allowed FROM ratelimit.rate_limit_take_all(ARRAY['api'], ARRAY['k3'], NULL, '1 minute');
-SELECT allowed FROM ratelimit.rate_limit_take('explicit-per', 'k', 1, 10, per => '1 minute');
-SELECT allowed FROM ratelimit.rate_limit_check('explicit-per', 'k', 1, 10, per => '1 minute');
-SELECT allowed FROM ratelimit.rate_limit_refund('explicit-per', 'k', 1, 10, per => '1 minute');
+SELECT allowed FROM ratelimit.rate_limit_take_explicit('explicit-per', 'k', 1, 10, per => '1 minute');
+SELECT allowed FROM ratelimit.rate_limit_check_explicit('explicit-per', 'k', 1, 10, per => '1 minute');
+SELECT allowed FROM ratelimit.rate_limit_refund_explicit('explicit-per', 'k', 1, 10, per => '1 minute');
 SELECT ratelimit.rate_limit_drop('api');
 RESET ratelimit.fixed_clock;
 
