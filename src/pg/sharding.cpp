@@ -85,8 +85,8 @@ DecideOverEveryShard(text *name, text *key, const Policy &policy, const core::Sh
 	for (int attempt = 0; attempt < kEveryShardAttempts; attempt++) {
 		for (int s = 0; s < policy.shards; s++)
 			all[s] = PeekShard(name, key, s, policy, share);
-		const core::ShardPlan plan =
-		    core::PlanShards(all, policy.shards, share.limit, cost, ClockNow());
+		const core::ShardPlan plan = core::PlanShards(all, policy.shards, share.limit,
+		                                              core::Request::Plain(cost), ClockNow());
 		if (plan.kind == core::ShardPlan::kDeny)
 			return false;
 		if (kind == Operation::kCheck) {
@@ -134,7 +134,8 @@ ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &
 	core::Bucket pair[2];
 	for (int p = 0; p < 2; p++)
 		pair[p] = PeekShard(name, key, numbers[p], policy, share);
-	const core::ShardPlan plan = core::PlanShards(pair, 2, shard, cost, ClockNow());
+	const core::ShardPlan plan =
+	    core::PlanShards(pair, 2, shard, core::Request::Plain(cost), ClockNow());
 	bool allowed = false;
 	if (plan.kind == core::ShardPlan::kOne) {
 		const int p = plan.richest;
@@ -154,7 +155,8 @@ ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &
 	if (allowed) {
 		/* Granted: the two shards tell enough unless they hold less than the
 		 * call, when the rest may hold what they lack. */
-		const core::Decision answer = core::ShardOutcome(true, pair, 2, shard, cost, ClockNow());
+		const core::Decision answer =
+		    core::ShardOutcome(true, pair, 2, shard, core::Request::Plain(cost), ClockNow());
 		if (!core::NeedsEveryShard(answer.remaining, cost))
 			return answer;
 		for (int s = 0; s < shards; s++)
@@ -177,7 +179,7 @@ ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &
 			(void)DecideBucket(name, ShardKey(key, order[i]), shard, record);
 	}
 
-	return core::ShardOutcome(allowed, all, shards, shard, cost, ClockNow());
+	return core::ShardOutcome(allowed, all, shards, shard, core::Request::Plain(cost), ClockNow());
 }
 
 core::Decision
