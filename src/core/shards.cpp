@@ -63,17 +63,31 @@ Spread(const double *tokens, int count, const Limit &shard, double cost, double 
 	return ShardPlan::kSeveral;
 }
 
-/* Whether a plan on `states` at `at_us` would serve `cost`. */
-bool
-Grants(const Bucket *states, int count, const Limit &shard, double cost,
-       std::int64_t at_us) noexcept
+/* The kind of the plan for `request` on `states` at `at_us`, with what it
+ * takes from each into take[0 .. count - 1]; *richest: the richest shard. */
+ShardPlan::Kind
+PlanAt(const Bucket *states, int count, const Limit &shard, const Request &request,
+       std::int64_t at_us, double *take, int *richest) noexcept
 {
 	double tokens[kMaxShards] = {};
-	double take[kMaxShards];
-	int richest = 0;
 	for (int s = 0; s < count; s++)
 		tokens[s] = Refill(states[s], shard, at_us).tokens;
-	return Spread(tokens, count, shard, cost, take, &richest) != ShardPlan::kDeny;
+	const ShardPlan::Kind kind = Spread(tokens, count, shard, request.cost, take, richest);
+	if (kind != ShardPlan::kDeny || !request.reserve ||
+	    !Admitted(states[*richest], shard, request, at_us))
+		return kind;
+	take[*richest] = request.cost;
+	return ShardPlan::kReserve;
+}
+
+/* Whether a plan on `states` at `at_us` would serve `request`. */
+bool
+Grants(const Bucket *states, int count, const Limit &shard, const Request &request,
+       std::int64_t at_us) noexcept
+{
+	double take[kMaxShards];
+	int richest = 0;
+	return PlanAt(states, count, shard, request, at_us, take, &richest) != ShardPlan::kDeny;
 }
 
 /* Whole microseconds until `state` holds all it will ever hold: its burst,
@@ -89,45 +103,75 @@ MicrosToSettle(const Bucket &state, const Limit &shard, std::int64_t now_us) noe
 }
 
 /*
- * The smallest wait w (whole µs) after which Grants() holds for `states`.
- * A plan can only change while a shard still refills, so if it does not
- * grant once all have settled it never will.  In between, a bisection keeps
- * "denied at lo, granted at hi" and ends with hi = lo + 1: waiting hi is
+ * The smallest wait w (whole µs) after which `holds(now_us + w)` is true,
+ * for a condition that, once true, stays true as `states` refill (they only
+ * gain).  Nothing changes once every shard has settled and caught up with
+ * its stamp, so if it does not hold then it never will: -1, or -2 when that
+ * instant lies beyond the last int64 microsecond.  In between, a bisection
+ * keeps "false at lo, true at hi" and ends with hi = lo + 1: waiting hi is
  * enough and a microsecond less is not.
  */
-double
-RetryMicros(const Bucket *states, int count, const Limit &shard, double cost,
-            std::int64_t now_us) noexcept
+template <typename Condition>
+std::int64_t
+FirstMicros(const Bucket *states, int count, const Limit &shard, std::int64_t now_us,
+            Condition holds) noexcept
 {
-	if (Grants(states, count, shard, cost, now_us))
-		return 0.0;
+	if (holds(now_us))
+		return 0;
 	/* The last instant there is: waits end there at the latest. */
 	const std::int64_t room = kEndOfTime - (now_us > 0 ? now_us : 0);
 	double settle = 0.0;
 	for (int s = 0; s < count; s++) {
 		const double micros = MicrosToSettle(states[s], shard, now_us);
+		const double lag = static_cast<double>(states[s].stamp_us) - static_cast<double>(now_us);
 		if (micros > settle)
 			settle = micros;
+		if (lag > settle)
+			settle = lag;
 	}
 	settle = std::ceil(settle); /* whole µs, back from seconds */
-	std::int64_t hi = settle < static_cast<double>(room) ? static_cast<std::int64_t>(settle) : room;
+	const bool beyond = !(settle < static_cast<double>(room));
+	std::int64_t hi = beyond ? room : static_cast<std::int64_t>(settle);
 	if (hi < 1)
 		hi = 1;
-	if (!Grants(states, count, shard, cost, now_us + hi)) {
-		if (!(shard.rate > 0.0) || !(cost <= count * shard.burst))
-			return kInfinity;
-		/* It gets there, but only beyond the last int64 microsecond. */
-		return std::numeric_limits<double>::max();
-	}
+	if (!holds(now_us + hi))
+		return beyond ? -2 : -1;
 	std::int64_t lo = 0;
 	while (hi - lo > 1) {
 		const std::int64_t mid = lo + (hi - lo) / 2;
-		if (Grants(states, count, shard, cost, now_us + mid))
+		if (holds(now_us + mid))
 			hi = mid;
 		else
 			lo = mid;
 	}
-	return static_cast<double>(hi);
+	return hi;
+}
+
+/* The smallest whole-µs wait after which Grants() holds for `states`
+ * (+inf if never; the largest double if only beyond the last int64 µs). */
+double
+RetryMicros(const Bucket *states, int count, const Limit &shard, const Request &request,
+            std::int64_t now_us) noexcept
+{
+	const std::int64_t wait = FirstMicros(states, count, shard, now_us, [&](std::int64_t at) {
+		return Grants(states, count, shard, request, at);
+	});
+	if (wait >= 0)
+		return static_cast<double>(wait);
+	if (wait == -2 && shard.rate > 0.0 && (request.cost <= count * shard.burst || request.reserve))
+		/* It gets there, but only beyond the last int64 microsecond. */
+		return std::numeric_limits<double>::max();
+	return kInfinity;
+}
+
+/* What `states` hold together at `at_us`. */
+double
+HeldTogether(const Bucket *states, int count, const Limit &shard, std::int64_t at_us) noexcept
+{
+	double held = 0.0;
+	for (int s = 0; s < count; s++)
+		held += Refill(states[s], shard, at_us).tokens;
+	return held;
 }
 
 /* The decimal digits of `n` (>= 0), most significant first; how many. */
@@ -159,22 +203,33 @@ ShareOfShard(const Limit &whole, double initial, int shards) noexcept
 }
 
 ShardPlan
-PlanShards(const Bucket *seen, int count, const Limit &shard, double cost,
+PlanShards(const Bucket *seen, int count, const Limit &shard, const Request &request,
            std::int64_t now_us) noexcept
 {
 	ShardPlan plan{};
-	double tokens[kMaxShards] = {};
-	for (int s = 0; s < count; s++)
-		tokens[s] = Refill(seen[s], shard, now_us).tokens;
-	plan.kind = Spread(tokens, count, shard, cost, plan.cost, &plan.richest);
-	for (int s = 0; s < count; s++)
-		plan.after[s] = Decide(seen[s], shard, Request::Plain(plan.cost[s]), now_us).next;
+	plan.kind = PlanAt(seen, count, shard, request, now_us, plan.cost, &plan.richest);
+	for (int s = 0; s < count; s++) {
+		const bool reserved = plan.kind == ShardPlan::kReserve && s == plan.richest;
+		const Decision d =
+		    Decide(seen[s], shard, reserved ? request : Request::Plain(plan.cost[s]), now_us);
+		plan.after[s] = d.next;
+		if (reserved)
+			plan.wait = d.retry_after;
+	}
 	return plan;
 }
 
+Request
+ShareOfRequest(const Request &whole, int shards) noexcept
+{
+	Request share = whole;
+	share.max_reserved /= shards;
+	return share;
+}
+
 Decision
-ShardOutcome(bool allowed, const Bucket *after, int count, const Limit &shard, double cost,
-             std::int64_t now_us) noexcept
+ShardOutcome(bool allowed, const Bucket *after, int count, const Limit &shard,
+             const Request &request, std::int64_t now_us) noexcept
 {
 	Decision result{};
 	result.allowed = allowed;
@@ -185,7 +240,21 @@ ShardOutcome(bool allowed, const Bucket *after, int count, const Limit &shard, d
 			result.reset_after = look.reset_after;
 	}
 	if (!allowed)
-		result.retry_after = RetryMicros(after, count, shard, cost, now_us) / kMicros;
+		result.retry_after = RetryMicros(after, count, shard, request, now_us) / kMicros;
+	/* Until the shards counted hold one more whole token together, or all
+	 * their bursts (added up as HeldTogether adds them). */
+	double full = 0.0;
+	for (int s = 0; s < count; s++)
+		full += shard.burst;
+	const double target = NextWholeToken(result.remaining, full);
+	if (result.remaining < target) {
+		const std::int64_t wait = FirstMicros(after, count, shard, now_us, [&](std::int64_t at) {
+			return HeldTogether(after, count, shard, at) >= target;
+		});
+		result.refill_after = wait >= 0    ? static_cast<double>(wait) / kMicros
+		                      : wait == -2 ? std::numeric_limits<double>::max() / kMicros
+		                                   : kInfinity;
+	}
 	return result;
 }
 

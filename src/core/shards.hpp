@@ -7,7 +7,9 @@
  * limit admits.  A call looks at two shards and takes from the richer; when
  * that cannot serve it, it looks at every shard and takes from the richest,
  * as few as can serve it, so that it is denied only when the whole limit
- * cannot serve it.  Every decision
+ * cannot serve it.  A call that may reserve, when the tokens of the shards
+ * cannot serve it, reserves the whole cost on the richest shard, within
+ * that shard's share of the debt cap.  Every decision
  * goes through Refill and Admits, the rules of a single bucket, so fixed
  * windows and floor rates hold for shards as they do for whole keys.
  */
@@ -34,38 +36,50 @@ constexpr int kMaxShards = 64;
 /* How a call is spread over the shards it looks at. */
 struct ShardPlan {
 	enum Kind {
-		kDeny,   /* together they cannot serve it */
-		kOne,    /* all of the cost from the richest shard */
-		kSeveral /* all the richest hold, then the next richest, until it is paid */
+		kDeny,    /* together they cannot serve it */
+		kOne,     /* all of the cost from the richest shard */
+		kSeveral, /* all the richest hold, then the next richest, until it is paid */
+		kReserve  /* all of the cost from the richest, by reservation */
 	} kind;
 	int richest;              /* the shard that holds most; ties: the first */
 	double cost[kMaxShards];  /* what to take from each shard (0 from one left alone) */
 	Bucket after[kMaxShards]; /* each shard once the plan is carried out (denied: as
 	                             seen, refilled to now) */
+	double wait;              /* kReserve: seconds until the reserved work may start */
 };
 
 /*
- * The plan for taking `cost` (no reservation) from `count` shards (1 to
- * kMaxShards) whose stored states are `seen`, each limited by `shard`, at
- * `now_us`: from the richest alone if it can serve it, otherwise from the
- * richest ones, as few as can (shard order breaks ties), all or nothing.
- * Over every shard of a key it denies only when the key cannot serve the
- * cost.
+ * The plan for taking request.cost from `count` shards (1 to kMaxShards)
+ * whose stored states are `seen`, each limited by `shard`, at `now_us`:
+ * from the richest alone if it can serve it from its tokens, otherwise from
+ * the richest ones, as few as can (shard order breaks ties), all or
+ * nothing; failing that, when the request may reserve (a shard's share of
+ * the cap: see ShareOfRequest), the whole cost from the richest by
+ * reservation.  Over every shard of a key it denies only when the key
+ * cannot serve the cost from tokens and the richest shard cannot reserve it.
  */
-ShardPlan PlanShards(const Bucket *seen, int count, const Limit &shard, double cost,
+ShardPlan PlanShards(const Bucket *seen, int count, const Limit &shard, const Request &request,
                      std::int64_t now_us) noexcept;
 
+/* One shard's share of a request on a key split over `shards`: its
+ * max_reserved divided by shards (max_wait and cost as they are). */
+Request ShareOfRequest(const Request &whole, int shards) noexcept;
+
 /*
- * The answer to a sharded call of `cost` that looked at `count` shards,
+ * The answer to a sharded call of `request` that looked at `count` shards,
  * standing at `after` once it is done.  remaining is what they hold
  * together: the key's when they are all of its shards, otherwise at least
- * that much is left (no shard holds less than nothing).  reset_after is the
- * time until all of them are full.  retry_after, when denied, is the
- * shortest whole-microsecond wait after which PlanShards on these states
- * grants the same cost (+inf if it never will).
+ * that much is left (a shard that looked was not counted holds as much as
+ * it did, or more).  reset_after is the time until all of them are full;
+ * refill_after the time until together they hold one more whole token
+ * (NextWholeToken of remaining, capped at their bursts together), exact for
+ * the shards counted.  retry_after, when denied, is the shortest
+ * whole-microsecond wait after which PlanShards on these states grants the
+ * same request (+inf if it never will): exact, reservation included; when
+ * granted it is 0 (a reservation's wait is the plan's).
  */
-Decision ShardOutcome(bool allowed, const Bucket *after, int count, const Limit &shard, double cost,
-                      std::int64_t now_us) noexcept;
+Decision ShardOutcome(bool allowed, const Bucket *after, int count, const Limit &shard,
+                      const Request &request, std::int64_t now_us) noexcept;
 
 /* Whether a call that saw only some shards must count them all: what the
  * ones it saw hold (`seen_remaining`) is below its cost, or below one token,

@@ -135,6 +135,62 @@ FastRate(const Limit &limit) noexcept
 	return limit.floor_rate > limit.rate ? limit.floor_rate : limit.rate;
 }
 
+/* Whether the bucket ever gains tokens: without refill a debt is never repaid. */
+bool
+Refills(const Limit &limit) noexcept
+{
+	return limit.window_us > 0 ? PerWindow(limit) > 0.0
+	                           : limit.rate > 0.0 || limit.floor_rate > 0.0;
+}
+
+/* Waits are whole microseconds rounded up, and a few more may settle a
+ * rounding short credit: the time cap on debt keeps this much in hand. */
+constexpr double kWaitSlackMicros = 16.0;
+
+/* The debt refill repays within `seconds` (>= 0; +inf: any debt), such that
+ * the wait until the balance is back at zero never exceeds `seconds`. */
+double
+RepaidWithin(const Limit &limit, double seconds) noexcept
+{
+	if (!(seconds < kInfinity))
+		return kInfinity;
+	if (limit.window_us > 0) {
+		/* Whole windows that fit, whatever the phase: the k-th boundary from
+		 * now is at most k windows away. */
+		const double micros = std::floor(seconds * kMicros);
+		const double window = static_cast<double>(limit.window_us);
+		double windows = std::floor(micros / window);
+		if (windows * window > micros)
+			windows -= 1.0;
+		return windows > 0.0 ? windows * PerWindow(limit) : 0.0;
+	}
+	const double usable = seconds - kWaitSlackMicros / kMicros;
+	return usable > 0.0 ? FastRate(limit) * usable : 0.0;
+}
+
+/* `request` decided at an instant `lag_us` before refill resumes (a stamp
+ * ahead of the clock): reserved work then starts that much later, so it has
+ * that much less of max_wait. */
+Request
+Lagging(const Request &request, double lag_us) noexcept
+{
+	Request lagging = request;
+	if (lag_us > 0.0 && request.max_wait < kInfinity) {
+		const double left = request.max_wait - lag_us / kMicros;
+		lagging.max_wait = left > 0.0 ? left : 0.0;
+	}
+	return lagging;
+}
+
+/* How far `refilled` (Refill's answer at `at_us`) is from earning again. */
+double
+LagMicros(const Bucket &refilled, std::int64_t at_us) noexcept
+{
+	return refilled.stamp_us > at_us
+	           ? static_cast<double>(refilled.stamp_us) - static_cast<double>(at_us)
+	           : 0.0;
+}
+
 /* Continuous refill of `tokens` over `elapsed_us`, floor included. */
 double
 CreditContinuous(const Limit &limit, double tokens, double elapsed_us) noexcept
@@ -187,8 +243,8 @@ EstimateMicros(const Limit &limit, std::int64_t stamp_us, std::int64_t now_us, d
 }
 
 /*
- * The smallest whole-microsecond wait w such that `holds` is true of the
- * tokens that Refill(from, now + w) yields: "wait w, then retry" succeeds and
+ * The smallest whole-microsecond wait w such that `holds` is true of
+ * Refill(from, now + w) at now + w: "wait w, then retry" succeeds and
  * w - 1 would not.  `estimate_us` (from the closed form) is corrected against
  * Refill itself, so rounding in either cannot make the answer wrong.
  */
@@ -210,7 +266,7 @@ WaitMicros(const Bucket &from, const Limit &limit, std::int64_t now_us, double e
 			if (Wide(now_us) + wait > Wide(INT64_MAX))
 				break; /* beyond every timestamp */
 			std::int64_t at = static_cast<std::int64_t>(Wide(now_us) + wait);
-			if (holds(Refill(from, limit, at).tokens))
+			if (holds(Refill(from, limit, at), at))
 				return static_cast<double>(wait);
 		}
 		return estimate_us;
@@ -219,11 +275,11 @@ WaitMicros(const Bucket &from, const Limit &limit, std::int64_t now_us, double e
 	std::int64_t at = 0;
 	if (__builtin_add_overflow(now_us, wait, &at))
 		return static_cast<double>(wait);
-	for (int i = 0; i < 64 && wait > 1 && holds(Refill(from, limit, at - 1).tokens); i++) {
+	for (int i = 0; i < 64 && wait > 1 && holds(Refill(from, limit, at - 1), at - 1); i++) {
 		wait--;
 		at--;
 	}
-	for (int i = 0; i < 64 && !holds(Refill(from, limit, at).tokens); i++) {
+	for (int i = 0; i < 64 && !holds(Refill(from, limit, at), at); i++) {
 		if (__builtin_add_overflow(at, 1, &at))
 			break;
 		wait++;
@@ -241,8 +297,17 @@ SecondsToLevel(const Bucket &after_call, const Limit &limit, std::int64_t now_us
 		return 0.0;
 	return WaitMicros(after_call, limit, now_us,
 	                  EstimateMicros(limit, stamp_us, now_us, tokens, level),
-	                  [level](double t) { return t >= level; }) /
+	                  [level](const Bucket &b, std::int64_t) { return b.tokens >= level; }) /
 	       kMicros;
+}
+
+/* Seconds until the whole tokens of `tokens` next grow (see Decision). */
+double
+SecondsToRefill(const Bucket &after_call, const Limit &limit, std::int64_t now_us,
+                std::int64_t stamp_us, double tokens) noexcept
+{
+	return SecondsToLevel(after_call, limit, now_us, stamp_us, tokens,
+	                      NextWholeToken(tokens, limit.burst));
 }
 
 } /* namespace */
@@ -260,11 +325,24 @@ Validate(const Limit &limit, const Request &request) noexcept
 		return Status::kMaxReservedInvalid;
 	if (!IsFiniteNonNegative(limit.floor_rate))
 		return Status::kFloorRateInvalid;
+	if (!(request.max_wait >= 0.0))
+		return Status::kMaxWaitInvalid;
 	if (!request.reserve && request.cost > limit.burst)
 		return Status::kCostExceedsBurst;
-	if (request.reserve && request.debt_capped && request.cost > limit.burst + request.max_reserved)
+	if (request.reserve && request.cost > limit.burst + DebtCap(limit, request))
 		return Status::kCostExceedsDebtCap;
 	return Status::kOk;
+}
+
+double
+DebtCap(const Limit &limit, const Request &request) noexcept
+{
+	if (!request.reserve)
+		return 0.0;
+	const double by_time = RepaidWithin(limit, request.max_wait);
+	if (request.debt_capped && request.max_reserved < by_time)
+		return request.max_reserved;
+	return by_time;
 }
 
 /* Never when the balance left would not be a finite number: a debt beyond
@@ -277,9 +355,27 @@ Admits(double tokens, const Limit &limit, const Request &request) noexcept
 		return true;
 	if (!std::isfinite(after))
 		return false;
-	if (!request.reserve || !(limit.rate > 0.0 || limit.floor_rate > 0.0))
+	if (!request.reserve || !Refills(limit))
 		return false; /* without refill a debt is never repaid */
-	return !(request.debt_capped && -after > request.max_reserved);
+	return -after <= DebtCap(limit, request);
+}
+
+bool
+Admitted(const Bucket &stored, const Limit &limit, const Request &request,
+         std::int64_t now_us) noexcept
+{
+	const Bucket current = Refill(stored, limit, now_us);
+	return Admits(current.tokens, limit, Lagging(request, LagMicros(current, now_us)));
+}
+
+double
+NextWholeToken(double tokens, double burst) noexcept
+{
+	const double whole = tokens > 0.0 ? std::floor(tokens) : 0.0;
+	double next = whole + 1.0;
+	if (!(next > tokens)) /* beyond 2^53 a token more is not representable */
+		next = std::nextafter(tokens, kInfinity);
+	return next < burst ? next : burst;
 }
 
 Bucket
@@ -329,8 +425,9 @@ Decide(const Bucket &stored, const Limit &limit, const Request &request,
 	 * or a look, or every later call would restart it again and the bucket
 	 * would never earn. */
 	const bool restarted = current.stamp_us < stored.stamp_us;
+	const Request now_request = Lagging(request, LagMicros(current, now_us));
 	Decision d{};
-	d.allowed = Admits(current.tokens, limit, request);
+	d.allowed = Admits(current.tokens, limit, now_request);
 	if (d.allowed) {
 		double after = current.tokens - request.cost;
 		d.remaining = after;
@@ -349,18 +446,20 @@ Decide(const Bucket &stored, const Limit &limit, const Request &request,
 		d.retry_after =
 		    SecondsToLevel(after_call, limit, now_us, current.stamp_us, d.remaining, 0.0);
 	} else {
-		double target = request.cost;
-		if (request.reserve && request.debt_capped && (limit.rate > 0.0 || limit.floor_rate > 0.0))
-			target = request.cost - request.max_reserved;
+		/* Admitted once the balance reaches cost less the debt allowed then. */
+		const double cap = Refills(limit) ? DebtCap(limit, now_request) : 0.0;
+		const double target = cap < kInfinity ? request.cost - cap : request.cost;
 		d.retry_after =
-		    WaitMicros(
-		        after_call, limit, now_us,
-		        EstimateMicros(limit, current.stamp_us, now_us, d.remaining, target),
-		        [&limit, &request](double tokens) { return Admits(tokens, limit, request); }) /
+		    WaitMicros(after_call, limit, now_us,
+		               EstimateMicros(limit, current.stamp_us, now_us, d.remaining, target),
+		               [&limit, &request](const Bucket &b, std::int64_t at) {
+			               return Admits(b.tokens, limit, Lagging(request, LagMicros(b, at)));
+		               }) /
 		    kMicros;
 	}
 	d.reset_after =
 	    SecondsToLevel(after_call, limit, now_us, current.stamp_us, d.remaining, limit.burst);
+	d.refill_after = SecondsToRefill(after_call, limit, now_us, current.stamp_us, d.remaining);
 	return d;
 }
 
@@ -399,6 +498,7 @@ Refund(const Bucket &stored, const Limit &limit, double amount, std::int64_t now
 	d.write = tokens != stored.tokens || current.stamp_us != stored.stamp_us;
 	d.retry_after = SecondsToLevel(d.next, limit, now_us, current.stamp_us, tokens, 0.0);
 	d.reset_after = SecondsToLevel(d.next, limit, now_us, current.stamp_us, tokens, limit.burst);
+	d.refill_after = SecondsToRefill(d.next, limit, now_us, current.stamp_us, tokens);
 	return d;
 }
 

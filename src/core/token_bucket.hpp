@@ -15,6 +15,7 @@
 #define RATELIMIT_CORE_TOKEN_BUCKET_HPP
 
 #include <cstdint>
+#include <limits>
 
 namespace ratelimit::core {
 
@@ -26,8 +27,9 @@ enum class Status : int {
 	kBurstInvalid,       /* burst is NaN, infinite, zero or negative */
 	kMaxReservedInvalid, /* max_reserved is NaN, infinite or negative */
 	kCostExceedsBurst,   /* cost > burst and no reservation: can never succeed */
-	kCostExceedsDebtCap, /* reservation: cost > burst + max_reserved, likewise */
-	kFloorRateInvalid    /* floor_rate is NaN, infinite or negative */
+	kCostExceedsDebtCap, /* reservation: cost > burst + DebtCap(), likewise */
+	kFloorRateInvalid,   /* floor_rate is NaN, infinite or negative */
+	kMaxWaitInvalid      /* max_wait is NaN or negative */
 };
 
 /* The limit: `rate` tokens per second (0 = never refills), `burst` capacity.
@@ -46,12 +48,15 @@ struct Limit {
 };
 
 /* One call: take `cost` tokens (0 = look only).  With `reserve` the bucket may
- * go negative, by at most `max_reserved` when `debt_capped`. */
+ * go negative, by at most DebtCap(): `max_reserved` tokens when `debt_capped`,
+ * and no more than refill repays within `max_wait` seconds (+inf: no time
+ * cap), so that reserved work may start within max_wait. */
 struct Request {
 	double cost;
 	bool reserve;
 	bool debt_capped;
 	double max_reserved;
+	double max_wait = std::numeric_limits<double>::infinity();
 
 	/* A request for `cost` tokens without reservation. */
 	static constexpr Request
@@ -70,20 +75,33 @@ struct Bucket {
 /* The answer to one call. */
 struct Decision {
 	bool allowed;
-	bool write;         /* `next` must be stored: granted with cost > 0, or the
-	                       stamp restarted at the clock */
-	double remaining;   /* tokens after the call (negative = reserved debt) */
-	double retry_after; /* s: denied: until the same call succeeds; reserved: until
-	                       the work may start; otherwise 0.  +inf if never. */
-	double reset_after; /* s until the bucket is full again; +inf if never */
-	double refunded;    /* Refund only: tokens actually added (the rest is over burst) */
-	Bucket next;        /* state after the call */
+	bool write;          /* `next` must be stored: granted with cost > 0, or the
+	                        stamp restarted at the clock */
+	double remaining;    /* tokens after the call (negative = reserved debt) */
+	double retry_after;  /* s: denied: until the same call succeeds; reserved: until
+	                        the work may start; otherwise 0.  +inf if never. */
+	double reset_after;  /* s until the bucket is full again; +inf if never */
+	double refill_after; /* s until the whole tokens remaining, floor(max(remaining, 0)),
+	                        next grow: until the balance reaches
+	                        min(floor(max(remaining, 0)) + 1, burst); for fixed windows a
+	                        window boundary; 0 when full; +inf if never */
+	double refunded;     /* Refund only: tokens actually added (the rest is over burst) */
+	Bucket next;         /* state after the call */
 };
 
 constexpr std::int64_t kMicrosPerSecond = 1000000;
 
 /* Checks the numbers of a call; everything else requires kOk. */
 Status Validate(const Limit &limit, const Request &request) noexcept;
+
+/* The most tokens `request` may owe once granted (+inf: no cap; 0 without
+ * `reserve`): the least of max_reserved (when debt_capped) and what refill
+ * repays within max_wait.  Continuous refill repays at max(rate, floor_rate)
+ * below zero; the time cap is that rate times max_wait less 16 µs, so that
+ * whole-µs rounding of the wait never takes it past max_wait.  Fixed
+ * windows: floor(max_wait / window) windows' worth, so the work may start
+ * within max_wait whatever the phase.  Validate and Admits both use it. */
+double DebtCap(const Limit &limit, const Request &request) noexcept;
 
 /* A bucket seen for the first time: full at `now_us`. */
 Bucket FullBucket(const Limit &limit, std::int64_t now_us) noexcept;
@@ -97,6 +115,16 @@ Bucket Refill(const Bucket &stored, const Limit &limit, std::int64_t now_us) noe
 /* The one admission rule: may `request` be granted from a bucket holding
  * `tokens` (refilled to now)?  Decide() and the shard plans ask only this. */
 bool Admits(double tokens, const Limit &limit, const Request &request) noexcept;
+
+/* Whether Decide(stored, limit, request, now_us) grants: Admits on the
+ * balance refilled to now, with the time cap counted from when refill
+ * resumes (a stamp ahead of the clock delays reserved work that much). */
+bool Admitted(const Bucket &stored, const Limit &limit, const Request &request,
+              std::int64_t now_us) noexcept;
+
+/* The balance at which the whole tokens of `tokens` next grow:
+ * min(floor(max(tokens, 0)) + 1, burst). */
+double NextWholeToken(double tokens, double burst) noexcept;
 
 /* Refills `stored` to `now_us` and decides the request.  A denial leaves the
  * stored state as it is (write == false), unless its stamp restarted at the

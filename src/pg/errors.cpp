@@ -7,6 +7,8 @@
  */
 #include "pg/errors.hpp"
 
+#include <cmath>
+
 namespace ratelimit::pg {
 
 namespace {
@@ -20,8 +22,61 @@ Show(double value)
 
 } /* namespace */
 
+namespace {
+
+/* The advice of a "cost exceeds burst" error, by the form of the call. */
+const char *
+CostExceedsBurstHint(CallForm form)
+{
+	switch (form) {
+	case CallForm::kPerSecond:
+		return "Raise burst, lower cost, or pass reserve => true to borrow from future refill.";
+	case CallForm::kPerPeriod:
+		return "Raise burst, lower cost, or pass max_wait to borrow from future refill.";
+	case CallForm::kPolicy:
+		break;
+	}
+	return "Raise the policy's burst, lower cost, or define the policy with max_reserved and pass "
+	       "max_wait to borrow from future refill.";
+}
+
+/* A reservation that could never be granted, for the forms that take max_wait. */
+[[noreturn]] void
+ReportCostExceedsTimedDebtCap(const core::Limit &limit, const core::Request &request, CallForm form)
+{
+	core::Request untimed = request;
+	untimed.debt_capped = false;
+	const double repaid = core::DebtCap(limit, untimed);
+	const char *owner = form == CallForm::kPolicy ? "the policy's max_reserved" : "max_reserved";
+	const char *tokens = request.debt_capped
+	                         ? psprintf("%s is %s", owner, Show(request.max_reserved))
+	                         : psprintf("%s is not given", owner);
+	const char *hint =
+	    form == CallForm::kPerPeriod
+	        ? "Lower cost, pass a longer max_wait, or raise burst or max_reserved."
+	    : request.max_reserved > 0.0
+	        ? "Lower cost, pass a longer max_wait, or define the policy with a larger burst or "
+	          "max_reserved."
+	        : "The policy allows no reserved debt: define it with max_reserved to reserve, raise "
+	          "its "
+	          "burst, or lower cost.";
+	ereport(ERROR,
+	        (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+	         errmsg("cost exceeds burst plus the debt allowed"),
+	         errdetail("A cost of %s can never be taken from a bucket of burst %s that may "
+	                   "owe at most %s tokens: %s, and refill repays %s tokens within the "
+	                   "max_wait of %s seconds.",
+	                   Show(request.cost), Show(limit.burst), Show(core::DebtCap(limit, request)),
+	                   tokens, Show(repaid), Show(request.max_wait)),
+	         errhint("%s", hint)));
+	pg_unreachable();
+}
+
+} /* namespace */
+
 void
-ReportInvalidRequest(core::Status status, const core::Limit &limit, const core::Request &request)
+ReportInvalidRequest(core::Status status, const core::Limit &limit, const core::Request &request,
+                     CallForm form, double rate)
 {
 	switch (status) {
 	case core::Status::kCostInvalid:
@@ -34,16 +89,22 @@ ReportInvalidRequest(core::Status status, const core::Limit &limit, const core::
 	case core::Status::kRateInvalid:
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 		                errmsg("rate must be a finite number greater than or equal to zero"),
-		                errdetail("The rate given was %s.", Show(limit.rate)),
-		                errhint("Pass the refill rate in tokens per second; 0 means the "
-		                        "bucket never refills.")));
+		                errdetail("The rate given was %s.", Show(rate)),
+		                form == CallForm::kPerSecond
+		                    ? errhint("Pass the refill rate in tokens per second; 0 means the "
+		                              "bucket never refills.")
+		                    : errhint("Pass how many tokens refill per period; 0 means the bucket "
+		                              "never refills.")));
 		break;
 	case core::Status::kBurstInvalid:
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 		                errmsg("burst must be a finite number greater than zero"),
 		                errdetail("The burst given was %s.", Show(limit.burst)),
-		                errhint("Pass the capacity of the bucket, the most tokens it can "
-		                        "hold.")));
+		                form == CallForm::kPerSecond
+		                    ? errhint("Pass the capacity of the bucket, the most tokens it can "
+		                              "hold.")
+		                    : errhint("Pass the capacity of the bucket, the most tokens it can "
+		                              "hold; without burst it is the rate.")));
 		break;
 	case core::Status::kMaxReservedInvalid:
 		ereport(ERROR,
@@ -57,10 +118,11 @@ ReportInvalidRequest(core::Status status, const core::Limit &limit, const core::
 		                errdetail("A cost of %s can never be taken from a bucket that holds at "
 		                          "most %s tokens.",
 		                          Show(request.cost), Show(limit.burst)),
-		                errhint("Raise burst, lower cost, or pass reserve => true to borrow "
-		                        "from future refill.")));
+		                errhint("%s", CostExceedsBurstHint(form))));
 		break;
 	case core::Status::kCostExceedsDebtCap:
+		if (form != CallForm::kPerSecond)
+			ReportCostExceedsTimedDebtCap(limit, request, form);
 		ereport(ERROR,
 		        (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 		         errmsg("cost exceeds burst plus max_reserved"),
@@ -76,10 +138,66 @@ ReportInvalidRequest(core::Status status, const core::Limit &limit, const core::
 		                          Show(limit.floor_rate)),
 		                errhint("Pass 0 for no floor.")));
 		break;
+	case core::Status::kMaxWaitInvalid:
+		ereport(ERROR,
+		        (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("max_wait must not be negative"),
+		         errdetail("The max_wait given lasts %s seconds.", Show(request.max_wait)),
+		         errhint("Pass how long reserved work may wait to start, such as '30 "
+		                 "seconds'; NULL or 0 for no reservation.")));
+		break;
 	case core::Status::kOk:
 		break;
 	}
 	elog(ERROR, "unexpected rate limit status %d", static_cast<int>(status));
+	pg_unreachable();
+}
+
+namespace {
+
+const char *
+ShowInterval(Interval *given)
+{
+	return DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(given)));
+}
+
+} /* namespace */
+
+void
+ReportInvalidPeriod(const char *what, Interval *given, double seconds)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+	         errmsg("%s must be a positive interval of at least a microsecond", what),
+	         std::isfinite(seconds)
+	             ? errdetail("The %s given, %s, lasts %s seconds, counting a year as 365.25 days "
+	                         "and a month as 30 days.",
+	                         what, ShowInterval(given), Show(seconds))
+	             : errdetail("The %s given was %s.", what, ShowInterval(given)),
+	         errhint("Pass the period the rate is counted over, such as '1 minute'.")));
+	pg_unreachable();
+}
+
+void
+ReportRateOutOfRange(double rate, Interval *per)
+{
+	ereport(
+	    ERROR,
+	    (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("rate per second is out of range"),
+	     errdetail("%s tokens per %s is more or fewer tokens per second than a float8 can hold.",
+	               Show(rate), ShowInterval(per)),
+	     errhint("Pass a rate and period that come to about 5e-324 to 1.8e308 tokens per "
+	             "second, or a rate of 0.")));
+	pg_unreachable();
+}
+
+void
+ReportNegativeMaxWait(Interval *given)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("max_wait must not be negative"),
+	         errdetail("The max_wait given was %s.", ShowInterval(given)),
+	         errhint("Pass how long reserved work may wait to start, such as '30 seconds'; "
+	                 "NULL or 0 for no reservation.")));
 	pg_unreachable();
 }
 
@@ -168,14 +286,17 @@ ReportTooManyLimits(int count, int max_count)
 }
 
 void
-ReportShardedCost(double cost, double pair_capacity, int shards)
+ReportShardedCost(double cost, double pair_capacity, int shards, bool reserving)
 {
 	ereport(ERROR,
 	        (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("cost exceeds what two shards hold"),
 	         errdetail("A take from a key split over %d shards draws on two of them, which hold "
 	                   "at most %s tokens together; the cost was %s.",
 	                   shards, Show(pair_capacity), Show(cost)),
-	         errhint("Use fewer shards for this policy, or a smaller cost.")));
+	         reserving ? errhint("Use fewer shards for this policy, or a smaller cost; a "
+	                             "reservation is made on one shard, within its share of "
+	                             "max_reserved and max_wait.")
+	                   : errhint("Use fewer shards for this policy, or a smaller cost.")));
 	pg_unreachable();
 }
 
@@ -205,13 +326,18 @@ ReportGovernedName(const char *name, const char *function)
 }
 
 void
-ReportMergedCostExceedsBurst(const char *name, const char *key, double burst)
+ReportMergedCostExceedsBurst(const char *name, const char *key, double burst, double debt_cap)
 {
 	ereport(ERROR,
 	        (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("costs of one bucket exceed burst"),
-	         errdetail("The costs given for bucket (\"%s\", \"%s\") add up to more than its burst "
-	                   "of %s tokens, so they could never be taken together.",
-	                   name, key, Show(burst)),
+	         debt_cap > 0.0
+	             ? errdetail("The costs given for bucket (\"%s\", \"%s\") add up to more than its "
+	                         "burst of %s tokens and the %s tokens it may owe, so they could never "
+	                         "be taken together.",
+	                         name, key, Show(burst), Show(debt_cap))
+	             : errdetail("The costs given for bucket (\"%s\", \"%s\") add up to more than its "
+	                         "burst of %s tokens, so they could never be taken together.",
+	                         name, key, Show(burst)),
 	         errhint("Name each bucket once, or lower the costs.")));
 	pg_unreachable();
 }
@@ -367,6 +493,16 @@ ReportStateTableAltered(const char *table, TableChange change, const char *objec
 	pg_unreachable();
 }
 
+namespace {
+
+const char *
+ColumnTypeName(const ResultColumn &column)
+{
+	return OidIsValid(column.type) ? format_type_be(column.type) : column.type_name;
+}
+
+} /* namespace */
+
 void
 ReportResultTypeAltered(Oid type_id, const char *attribute, Oid found_type,
                         const ResultColumn *columns, int count, int position)
@@ -376,7 +512,7 @@ ReportResultTypeAltered(Oid type_id, const char *attribute, Oid found_type,
 	initStringInfo(&expected);
 	for (int i = 0; i < count; i++)
 		appendStringInfo(&expected, "%s%s %s", i == 0 ? "" : ", ", columns[i].name,
-		                 format_type_be(columns[i].type));
+		                 ColumnTypeName(columns[i]));
 
 	if (attribute != NULL && position < 0)
 		ereport(ERROR,
@@ -393,9 +529,9 @@ ReportResultTypeAltered(Oid type_id, const char *attribute, Oid found_type,
 		         errmsg("type %s has been altered", type_name),
 		         errdetail("Attribute %s of type %s is of type %s; the functions return %s there.",
 		                   quote_identifier(attribute), type_name, format_type_be(found_type),
-		                   format_type_be(columns[position].type)),
+		                   ColumnTypeName(columns[position])),
 		         errhint("Restore its type: ALTER TYPE %s ALTER ATTRIBUTE %s TYPE %s;", type_name,
-		                 quote_identifier(attribute), format_type_be(columns[position].type))));
+		                 quote_identifier(attribute), ColumnTypeName(columns[position]))));
 	ereport(ERROR,
 	        (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 	         errmsg("type %s has been altered", type_name),

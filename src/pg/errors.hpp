@@ -18,9 +18,23 @@ namespace ratelimit::pg {
 constexpr int kMaxNameBytes = 256;
 constexpr int kMaxKeyBytes = 1024;
 
-/* Raises the error for a core status other than kOk. */
+/* The forms of a call, whose errors give different advice. */
+enum class CallForm {
+	kPerSecond, /* explicit rate in tokens per second, burst, reserve, max_reserved (0.1.0) */
+	kPerPeriod, /* explicit rate per period, burst, max_wait, max_reserved */
+	kPolicy     /* the limit, and the debt it allows, of a policy; max_wait */
+};
+
+/* Raises the error for a core status other than kOk of a call of `form`;
+ * `rate` is the rate as the call gave it (per period for kPerPeriod). */
 [[noreturn]] void ReportInvalidRequest(core::Status status, const core::Limit &limit,
-                                       const core::Request &request);
+                                       const core::Request &request, CallForm form, double rate);
+
+/* 22023: a period (`what`: per) that lasts less than a microsecond or
+ * forever, or tokens per second beyond float8; a negative max_wait. */
+[[noreturn]] void ReportInvalidPeriod(const char *what, Interval *given, double seconds);
+[[noreturn]] void ReportRateOutOfRange(double rate, Interval *per);
+[[noreturn]] void ReportNegativeMaxWait(Interval *given);
 
 /* 22004: `argument` of `function` was NULL; `hint` says what may be. */
 [[noreturn]] void ReportNullArgument(const char *function, const char *argument, const char *hint);
@@ -40,7 +54,7 @@ constexpr int kMaxKeyBytes = 1024;
 
 /* 22023: a cost two shards of a sharded policy cannot hold;
  * 0A000: take_all over a sharded policy. */
-[[noreturn]] void ReportShardedCost(double cost, double pair_capacity, int shards);
+[[noreturn]] void ReportShardedCost(double cost, double pair_capacity, int shards, bool reserving);
 [[noreturn]] void ReportShardedTakeAll(const char *name);
 
 /* 42501: an explicit rate and burst for the buckets of a policy. */
@@ -48,7 +62,8 @@ constexpr int kMaxKeyBytes = 1024;
 
 /* 22023: the costs rate_limit_take_all adds up for one bucket exceed its
  * burst (or float8). */
-[[noreturn]] void ReportMergedCostExceedsBurst(const char *name, const char *key, double burst);
+[[noreturn]] void ReportMergedCostExceedsBurst(const char *name, const char *key, double burst,
+                                               double debt_cap);
 
 /* 42704: no policy of that name (`table_exists`: ratelimit.policies exists);
  * 22023: a bad refund amount. */
@@ -77,10 +92,13 @@ enum class TableChange {
 [[noreturn]] void ReportStateTableAltered(const char *table, TableChange change,
                                           const char *object = NULL, Oid type = InvalidOid);
 
-/* A column of a result row type, as the extension creates it. */
+/* A column of a result row type, as the extension creates it: of type
+ * `type`, or when that is InvalidOid (a type of the extension's own), of the
+ * type named `type_name`. */
 struct ResultColumn {
 	const char *name;
 	Oid type;
+	const char *type_name = NULL;
 };
 
 /* 55000: result row type `type_id` no longer has the attributes `columns`:

@@ -9,6 +9,8 @@
  */
 #include "pg/fmgr_args.hpp"
 
+#include <cmath>
+
 #include "pg/errors.hpp"
 #include "pg/policies.hpp"
 
@@ -21,6 +23,12 @@ constexpr const char *kKeyHint = "Use key '' for a limit shared by every caller.
 constexpr const char *kMaxReservedHint =
     "Only max_reserved may be NULL, meaning no cap on reserved debt.";
 constexpr const char *kNoNullHint = "Every argument of this function needs a value.";
+constexpr const char *kPerHint = "Only burst (meaning the rate), max_wait (meaning no reservation) "
+                                 "and max_reserved (meaning no cap on reserved debt) may be NULL.";
+constexpr const char *kBurstHint = "Only burst may be NULL, meaning the rate.";
+constexpr const char *kWaitHint = "Only max_wait may be NULL, meaning no reservation.";
+constexpr const char *kCostsWaitHint =
+    "Only costs (meaning 1 each) and max_wait (meaning no reservation) may be NULL.";
 
 /* One table per SQL signature: its arguments in SQL order. */
 /* clang-format off */
@@ -32,6 +40,36 @@ constexpr ArgSpec kBucketArgs[] = {
     {"burst", kMaxReservedHint},
     {"reserve", kMaxReservedHint},
     {"max_reserved", kNullAllowed},
+};
+constexpr ArgSpec kPerArgs[] = {
+    {"name", kPerHint},
+    {"key", kKeyHint},
+    {"cost", kPerHint},
+    {"rate", kPerHint},
+    {"per", kPerHint},
+    {"burst", kNullAllowed},
+    {"max_wait", kNullAllowed},
+    {"max_reserved", kNullAllowed},
+};
+constexpr ArgSpec kPolicyWaitArgs[] = {
+    {"name", kWaitHint},
+    {"key", kKeyHint},
+    {"cost", kWaitHint},
+    {"max_wait", kNullAllowed},
+};
+constexpr ArgSpec kRefundPerArgs[] = {
+    {"name", kBurstHint},
+    {"key", kKeyHint},
+    {"amount", kBurstHint},
+    {"rate", kBurstHint},
+    {"per", kBurstHint},
+    {"burst", kNullAllowed},
+};
+constexpr ArgSpec kTakeAllWaitArgs[] = {
+    {"names", kCostsWaitHint},
+    {"keys", kCostsWaitHint},
+    {"costs", kNullAllowed},
+    {"max_wait", kNullAllowed},
 };
 constexpr ArgSpec kPolicyCostArgs[] = {
     {"name", kNoNullHint},
@@ -74,6 +112,16 @@ const Signature kRefundPolicySignature = {"rate_limit_refund", kPolicyAmountArgs
                                           lengthof(kPolicyAmountArgs)};
 const Signature kResetSignature = {"rate_limit_reset", kKeyArgs, lengthof(kKeyArgs)};
 const Signature kTakeAllSignature = {"rate_limit_take_all", kTakeAllArgs, lengthof(kTakeAllArgs)};
+const Signature kTakePerSignature = {"rate_limit_take", kPerArgs, lengthof(kPerArgs)};
+const Signature kCheckPerSignature = {"rate_limit_check", kPerArgs, lengthof(kPerArgs)};
+const Signature kTakePolicyWaitSignature = {"rate_limit_take", kPolicyWaitArgs,
+                                            lengthof(kPolicyWaitArgs)};
+const Signature kCheckPolicyWaitSignature = {"rate_limit_check", kPolicyWaitArgs,
+                                             lengthof(kPolicyWaitArgs)};
+const Signature kRefundPerSignature = {"rate_limit_refund", kRefundPerArgs,
+                                       lengthof(kRefundPerArgs)};
+const Signature kTakeAllWaitSignature = {"rate_limit_take_all", kTakeAllWaitArgs,
+                                         lengthof(kTakeAllWaitArgs)};
 
 namespace {
 
@@ -117,34 +165,121 @@ CheckAmount(double amount)
 		ReportInvalidAmount(amount);
 }
 
+/* The length of `interval` in seconds, as date_part('epoch', ...) counts it
+ * (30-day months, 365.25-day years): how rate_limit_define counts `per`.
+ * Infinite intervals (PostgreSQL 17) last +-Infinity seconds. */
+double
+IntervalSeconds(Interval *interval)
+{
+	return DatumGetFloat8(DirectFunctionCall2(interval_part, CStringGetTextDatum("epoch"),
+	                                          IntervalPGetDatum(interval)));
+}
+
+/* Argument `arg`, max_wait, in seconds: 0 (no reservation) when NULL,
+ * +inf for an infinite interval (no time cap); 22023 when negative. */
+double
+MaxWaitArg(FunctionCallInfo fcinfo, int arg)
+{
+	if (PG_ARGISNULL(arg))
+		return 0.0;
+	Interval *given = PG_GETARG_INTERVAL_P(arg);
+	double seconds = IntervalSeconds(given);
+	if (!(seconds >= 0.0))
+		ReportNegativeMaxWait(given);
+	return seconds;
+}
+
+/* Reserving within `max_wait` seconds (0: no reservation). */
+void
+SetMaxWait(core::Request *request, double max_wait)
+{
+	request->reserve = max_wait > 0.0;
+	if (request->reserve)
+		request->max_wait = max_wait;
+}
+
+/* The limit of arguments rate, per and burst (NULL: the rate) from
+ * argument `first` on, in tokens per second; its label into *label. */
+core::Limit
+PerPeriodLimit(FunctionCallInfo fcinfo, int first, LimitLabel *label)
+{
+	double rate = PG_GETARG_FLOAT8(first);
+	Interval *per = PG_GETARG_INTERVAL_P(first + 1);
+	double seconds = IntervalSeconds(per);
+	if (!(std::isfinite(seconds) && std::round(seconds * 1e6) >= 1.0))
+		ReportInvalidPeriod("per", per, seconds);
+	core::Limit limit{rate, PG_ARGISNULL(first + 2) ? rate : PG_GETARG_FLOAT8(first + 2)};
+	if (core::Validate(limit, core::Request::Plain(0.0)) == core::Status::kRateInvalid)
+		ReportInvalidRequest(core::Status::kRateInvalid, limit, core::Request::Plain(0.0),
+		                     CallForm::kPerPeriod, rate);
+	limit.rate = rate / seconds;
+	if (rate > 0.0 && !(limit.rate > 0.0 && std::isfinite(limit.rate)))
+		ReportRateOutOfRange(rate, per);
+	label->quota = rate;
+	label->per = *per;
+	return limit;
+}
+
 } /* namespace */
+
+LimitLabel
+PerSecondLabel(text *name, double rate)
+{
+	LimitLabel label;
+	label.name = name;
+	label.quota = rate;
+	label.per.time = USECS_PER_SEC;
+	label.per.day = 0;
+	label.per.month = 0;
+	return label;
+}
 
 BucketCall
 DecodeBucketCall(FunctionCallInfo fcinfo, const Signature &signature)
 {
-	Assert(signature.args == kBucketArgs);
+	Assert(signature.args == kBucketArgs || signature.args == kPerArgs);
 	BucketCall call;
 	DecodeNameAndKey(fcinfo, signature, &call.name, &call.key);
-	call.request.cost = PG_GETARG_FLOAT8(2);
-	call.limit.rate = PG_GETARG_FLOAT8(3);
-	call.limit.burst = PG_GETARG_FLOAT8(4);
-	call.request.reserve = PG_GETARG_BOOL(5);
-	call.request.debt_capped = !PG_ARGISNULL(6);
-	call.request.max_reserved = call.request.debt_capped ? PG_GETARG_FLOAT8(6) : 0.0;
 	RefuseGovernedName(call.name, signature);
-	CheckRequest(call.limit, call.request);
+	call.request = core::Request::Plain(PG_GETARG_FLOAT8(2));
+	CallForm form;
+	if (signature.args == kBucketArgs) {
+		form = CallForm::kPerSecond;
+		call.limit = core::Limit{PG_GETARG_FLOAT8(3), PG_GETARG_FLOAT8(4)};
+		call.label = PerSecondLabel(call.name, call.limit.rate);
+		call.request.reserve = PG_GETARG_BOOL(5);
+	} else {
+		form = CallForm::kPerPeriod;
+		call.label.name = call.name;
+		call.limit = PerPeriodLimit(fcinfo, 3, &call.label);
+		SetMaxWait(&call.request, MaxWaitArg(fcinfo, 6));
+	}
+	call.request.debt_capped = !PG_ARGISNULL(signature.count - 1);
+	call.request.max_reserved =
+	    call.request.debt_capped ? PG_GETARG_FLOAT8(signature.count - 1) : 0.0;
+	CheckRequest(call.limit, call.request, form);
 	return call;
 }
 
 RefundCall
-DecodeRefundCall(FunctionCallInfo fcinfo)
+DecodeRefundCall(FunctionCallInfo fcinfo, const Signature &signature)
 {
+	Assert(signature.args == kRefundArgs || signature.args == kRefundPerArgs);
 	RefundCall call;
-	DecodeNameAndKey(fcinfo, kRefundSignature, &call.name, &call.key);
+	DecodeNameAndKey(fcinfo, signature, &call.name, &call.key);
 	call.amount = PG_GETARG_FLOAT8(2);
-	call.limit = core::Limit{PG_GETARG_FLOAT8(3), PG_GETARG_FLOAT8(4)};
-	RefuseGovernedName(call.name, kRefundSignature);
-	CheckRequest(call.limit, core::Request::Plain(0.0));
+	RefuseGovernedName(call.name, signature);
+	CallForm form;
+	if (signature.args == kRefundArgs) {
+		form = CallForm::kPerSecond;
+		call.limit = core::Limit{PG_GETARG_FLOAT8(3), PG_GETARG_FLOAT8(4)};
+		call.label = PerSecondLabel(call.name, call.limit.rate);
+	} else {
+		form = CallForm::kPerPeriod;
+		call.label.name = call.name;
+		call.limit = PerPeriodLimit(fcinfo, 3, &call.label);
+	}
+	CheckRequest(call.limit, core::Request::Plain(0.0), form);
 	CheckAmount(call.amount);
 	return call;
 }
@@ -152,10 +287,11 @@ DecodeRefundCall(FunctionCallInfo fcinfo)
 PolicyCall
 DecodePolicyCall(FunctionCallInfo fcinfo, const Signature &signature)
 {
-	Assert(signature.args == kPolicyCostArgs);
+	Assert(signature.args == kPolicyCostArgs || signature.args == kPolicyWaitArgs);
 	PolicyCall call;
 	DecodeNameAndKey(fcinfo, signature, &call.name, &call.key);
 	call.cost = PG_GETARG_FLOAT8(2);
+	call.max_wait = signature.args == kPolicyWaitArgs ? MaxWaitArg(fcinfo, 3) : 0.0;
 	return call;
 }
 
@@ -178,13 +314,15 @@ DecodeKeyCall(FunctionCallInfo fcinfo)
 }
 
 TakeAllCall
-DecodeTakeAllCall(FunctionCallInfo fcinfo)
+DecodeTakeAllCall(FunctionCallInfo fcinfo, const Signature &signature)
 {
-	CheckArgs(fcinfo, kTakeAllSignature);
+	Assert(signature.args == kTakeAllArgs || signature.args == kTakeAllWaitArgs);
+	CheckArgs(fcinfo, signature);
 	TakeAllCall call;
 	call.names = PG_GETARG_ARRAYTYPE_P(0);
 	call.keys = PG_GETARG_ARRAYTYPE_P(1);
 	call.costs = PG_ARGISNULL(2) ? NULL : PG_GETARG_ARRAYTYPE_P(2);
+	call.max_wait = signature.args == kTakeAllWaitArgs ? MaxWaitArg(fcinfo, 3) : 0.0;
 	return call;
 }
 
@@ -202,11 +340,11 @@ CheckNameAndKey(text *name, text *key)
 }
 
 void
-CheckRequest(const core::Limit &limit, const core::Request &request)
+CheckRequest(const core::Limit &limit, const core::Request &request, CallForm form)
 {
 	core::Status status = core::Validate(limit, request);
 	if (status != core::Status::kOk)
-		ReportInvalidRequest(status, limit, request);
+		ReportInvalidRequest(status, limit, request, form, limit.rate);
 }
 
 void
@@ -233,8 +371,9 @@ constexpr ResultColumn kDecisionColumns[] = {
     {"reset_after", FLOAT8OID}, {"capacity", FLOAT8OID},  {"name", TEXTOID},
     {"quota", FLOAT8OID},       {"per", INTERVALOID},     {"refill_after", FLOAT8OID}};
 constexpr ResultColumn kAllDecisionColumns[] = {
-    {"allowed", BOOLOID},     {"retry_after", FLOAT8OID},    {"binding_name", TEXTOID},
-    {"binding_key", TEXTOID}, {"remaining", FLOAT8ARRAYOID}, {"decisions", InvalidOid}};
+    {"allowed", BOOLOID},          {"retry_after", FLOAT8OID},
+    {"binding_name", TEXTOID},     {"binding_key", TEXTOID},
+    {"remaining", FLOAT8ARRAYOID}, {"decisions", InvalidOid, "rate_limit_decision[]"}};
 /* The columns of the 0.1.0 and 0.2.0 row types, which a database not yet
  * updated still has: the first ones of each. */
 constexpr int kLegacyColumns = 5;
@@ -243,38 +382,45 @@ static_assert(lengthof(kDecisionColumns) <= kMaxResultColumns &&
                   lengthof(kAllDecisionColumns) <= kMaxResultColumns,
               "kMaxResultColumns too small");
 
-/* A call site's result row type: a copy of its descriptor, the type cache's
- * identifier of the descriptor it was checked on, and the attribute that
- * holds each column (the type may contain dropped attributes). */
-struct ResultType {
+/* A composite type as checked against `columns`: a copy of its descriptor,
+ * the type cache's identifier of the descriptor it was checked on, and the
+ * attribute that holds each column (the type may contain dropped
+ * attributes). */
+struct RowShape {
 	TupleDesc desc;
 	uint64 identifier;
 	int columns; /* of `columns`: all, or the legacy ones */
 	int attribute[kMaxResultColumns];
 };
 
-/*
- * The result row type of the function, checked against `columns` (its owner
- * can ALTER TYPE it) and cached per call site.  A cached one is used only
- * while the type cache still holds the descriptor it was checked on: an
- * ALTER TYPE replaces that descriptor even for a call site that lives on,
- * such as a PL/pgSQL expression evaluated again in the same transaction.
- */
-const ResultType *
-ResultDescriptor(FunctionCallInfo fcinfo, const ResultColumn *columns, int count)
-{
-	ResultType *cached = static_cast<ResultType *>(fcinfo->flinfo->fn_extra);
-	if (cached != NULL &&
-	    lookup_type_cache(cached->desc->tdtypeid, TYPECACHE_TUPDESC)->tupDesc_identifier ==
-	        cached->identifier)
-		return cached;
+/* A call site's result row type, and for rate_limit_all_decision with
+ * decisions, the element type of that array. */
+struct ResultType {
+	RowShape row;
+	bool has_element;
+	RowShape element;
+	int16 element_length;
+	bool element_by_value;
+	char element_align;
+};
 
-	Oid type_id;
-	if (get_call_result_type(fcinfo, &type_id, NULL) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "rate limit function does not return a composite type");
+bool
+ShapeCurrent(const RowShape &shape)
+{
+	return lookup_type_cache(shape.desc->tdtypeid, TYPECACHE_TUPDESC)->tupDesc_identifier ==
+	       shape.identifier;
+}
+
+/* Checks composite type `type_id` against `columns` into *shape (its
+ * descriptor copied into `context`). */
+void
+LoadShape(Oid type_id, const ResultColumn *columns, int count, MemoryContext context,
+          RowShape *shape)
+{
 	TypeCacheEntry *entry = lookup_type_cache(type_id, TYPECACHE_TUPDESC);
 	TupleDesc desc = entry->tupDesc;
-	int attribute[kMaxResultColumns];
+	if (desc == NULL)
+		ReportResultTypeAltered(type_id, NULL, InvalidOid, columns, count, 0);
 	int found = 0;
 	for (int i = 0; i < desc->natts; i++) {
 		Form_pg_attribute att = TupleDescAttr(desc, i);
@@ -286,68 +432,145 @@ ResultDescriptor(FunctionCallInfo fcinfo, const ResultColumn *columns, int count
 		if (columns[found].type != InvalidOid && att->atttypid != columns[found].type)
 			ReportResultTypeAltered(type_id, NameStr(att->attname), att->atttypid, columns, count,
 			                        found);
-		attribute[found++] = i;
+		shape->attribute[found++] = i;
 	}
 	if (found != count && found != kLegacyColumns)
 		ReportResultTypeAltered(type_id, NULL, InvalidOid, columns, count, found);
-
-	if (cached == NULL)
-		cached = static_cast<ResultType *>(
-		    MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ResultType)));
-	else
-		FreeTupleDesc(cached->desc);
-	MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
-	cached->desc = CreateTupleDescCopy(desc);
+	MemoryContext old = MemoryContextSwitchTo(context);
+	shape->desc = CreateTupleDescCopy(desc);
 	MemoryContextSwitchTo(old);
-	cached->identifier = entry->tupDesc_identifier;
-	cached->columns = found;
-	memcpy(cached->attribute, attribute, sizeof(attribute));
+	shape->identifier = entry->tupDesc_identifier;
+	shape->columns = found;
+}
+
+/*
+ * The result row type of the function, checked against `columns` (its owner
+ * can ALTER TYPE it) and cached per call site; with `element_columns`, the
+ * element type of its last column's array, when the row type has it.  A
+ * cached one is used only while the type cache still holds the descriptors
+ * it was checked on: an ALTER TYPE replaces a descriptor even for a call
+ * site that lives on, such as a PL/pgSQL expression evaluated again in the
+ * same transaction.
+ */
+const ResultType *
+ResultDescriptor(FunctionCallInfo fcinfo, const ResultColumn *columns, int count,
+                 const ResultColumn *element_columns, int element_count)
+{
+	ResultType *cached = static_cast<ResultType *>(fcinfo->flinfo->fn_extra);
+	if (cached != NULL && ShapeCurrent(cached->row) &&
+	    (!cached->has_element || ShapeCurrent(cached->element)))
+		return cached;
+
+	Oid type_id;
+	if (get_call_result_type(fcinfo, &type_id, NULL) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "rate limit function does not return a composite type");
+	MemoryContext context = fcinfo->flinfo->fn_mcxt;
+	RowShape row;
+	LoadShape(type_id, columns, count, context, &row);
+	ResultType loaded{};
+	loaded.row = row;
+	if (element_columns != NULL && row.columns == count) {
+		/* The last column: an array of a composite type. */
+		Form_pg_attribute att = TupleDescAttr(row.desc, row.attribute[count - 1]);
+		Oid element_type = get_element_type(att->atttypid);
+		if (!OidIsValid(element_type) || !type_is_rowtype(element_type))
+			ReportResultTypeAltered(type_id, NameStr(att->attname), att->atttypid, columns, count,
+			                        count - 1);
+		LoadShape(element_type, element_columns, element_count, context, &loaded.element);
+		loaded.has_element = true;
+		get_typlenbyvalalign(element_type, &loaded.element_length, &loaded.element_by_value,
+		                     &loaded.element_align);
+	}
+
+	if (cached == NULL) {
+		cached = static_cast<ResultType *>(MemoryContextAllocZero(context, sizeof(ResultType)));
+	} else {
+		FreeTupleDesc(cached->row.desc);
+		if (cached->has_element)
+			FreeTupleDesc(cached->element.desc);
+	}
+	*cached = loaded;
 	fcinfo->flinfo->fn_extra = cached;
 	return cached;
 }
 
-/* The result row of `values` (one per column; NULL where `nulls` says so,
- * or nowhere when it is NULL), as many of them as the row type has. */
-Datum
-ResultRow(FunctionCallInfo fcinfo, Datum *values, const bool *nulls, const ResultColumn *columns,
-          int count)
+/* The tuple of `values` (one per column; NULL where `nulls` says so) in
+ * the shape of `shape`, as many of them as the type has. */
+HeapTuple
+ShapedTuple(const RowShape &shape, const Datum *values, const bool *nulls)
 {
-	const ResultType *type = ResultDescriptor(fcinfo, columns, count);
-	int natts = type->desc->natts;
+	int natts = shape.desc->natts;
 	Datum *row = static_cast<Datum *>(palloc0(sizeof(Datum) * natts));
 	bool *row_nulls = static_cast<bool *>(palloc(sizeof(bool) * natts));
 	/* Dropped attributes in between: NULL there. */
 	memset(row_nulls, true, sizeof(bool) * natts);
-	for (int i = 0; i < type->columns; i++) {
-		row[type->attribute[i]] = values[i];
-		row_nulls[type->attribute[i]] = nulls != NULL && nulls[i];
+	for (int i = 0; i < shape.columns; i++) {
+		row[shape.attribute[i]] = values[i];
+		row_nulls[shape.attribute[i]] = nulls[i];
 	}
-	return HeapTupleGetDatum(heap_form_tuple(type->desc, row, row_nulls));
+	return heap_form_tuple(shape.desc, row, row_nulls);
+}
+
+/* The rate_limit_decision columns of one decision. */
+void
+DecisionValues(const core::Decision &decision, double capacity, const LimitLabel &label,
+               Datum *values, bool *nulls)
+{
+	Interval *per = static_cast<Interval *>(palloc(sizeof(Interval)));
+	*per = label.per;
+	Datum row[lengthof(kDecisionColumns)] = {BoolGetDatum(decision.allowed),
+	                                         Float8GetDatum(decision.remaining),
+	                                         Float8GetDatum(decision.retry_after),
+	                                         Float8GetDatum(decision.reset_after),
+	                                         Float8GetDatum(capacity),
+	                                         PointerGetDatum(label.name),
+	                                         Float8GetDatum(label.quota),
+	                                         IntervalPGetDatum(per),
+	                                         Float8GetDatum(decision.refill_after)};
+	memcpy(values, row, sizeof(row));
+	memset(nulls, false, sizeof(bool) * lengthof(kDecisionColumns));
 }
 
 } /* namespace */
 
 Datum
-DecisionDatum(FunctionCallInfo fcinfo, const core::Decision &decision, const core::Limit &limit)
+DecisionDatum(FunctionCallInfo fcinfo, const core::Decision &decision, const core::Limit &limit,
+              const LimitLabel &label)
 {
-	Datum values[lengthof(kDecisionColumns)] = {
-	    BoolGetDatum(decision.allowed), Float8GetDatum(decision.remaining),
-	    Float8GetDatum(decision.retry_after), Float8GetDatum(decision.reset_after),
-	    Float8GetDatum(limit.burst)};
-	bool nulls[lengthof(kDecisionColumns)] = {false, false, false, false, false,
-	                                          true,  true,  true,  true};
-	return ResultRow(fcinfo, values, nulls, kDecisionColumns, lengthof(kDecisionColumns));
+	Datum values[lengthof(kDecisionColumns)];
+	bool nulls[lengthof(kDecisionColumns)];
+	DecisionValues(decision, limit.burst, label, values, nulls);
+	const ResultType *type =
+	    ResultDescriptor(fcinfo, kDecisionColumns, lengthof(kDecisionColumns), NULL, 0);
+	return HeapTupleGetDatum(ShapedTuple(type->row, values, nulls));
 }
 
 Datum
 AllDecisionDatum(FunctionCallInfo fcinfo, const AllDecision &decision)
 {
+	const ResultType *type =
+	    ResultDescriptor(fcinfo, kAllDecisionColumns, lengthof(kAllDecisionColumns),
+	                     kDecisionColumns, lengthof(kDecisionColumns));
 	Datum values[lengthof(kAllDecisionColumns)] = {
-	    BoolGetDatum(decision.allowed), Float8GetDatum(decision.retry_after),
+	    BoolGetDatum(decision.allowed),         Float8GetDatum(decision.retry_after),
 	    PointerGetDatum(decision.binding_name), PointerGetDatum(decision.binding_key),
-	    PointerGetDatum(decision.remaining)};
+	    PointerGetDatum(decision.remaining),    (Datum)0};
 	bool nulls[lengthof(kAllDecisionColumns)] = {false, false, false, false, false, true};
-	return ResultRow(fcinfo, values, nulls, kAllDecisionColumns, lengthof(kAllDecisionColumns));
+	if (type->has_element) {
+		Datum *elements = static_cast<Datum *>(palloc(sizeof(Datum) * decision.count));
+		for (int i = 0; i < decision.count; i++) {
+			Datum fields[lengthof(kDecisionColumns)];
+			bool field_nulls[lengthof(kDecisionColumns)];
+			DecisionValues(decision.decisions[i], decision.capacities[i], decision.labels[i],
+			               fields, field_nulls);
+			elements[i] = HeapTupleGetDatum(ShapedTuple(type->element, fields, field_nulls));
+		}
+		values[lengthof(kAllDecisionColumns) - 1] = PointerGetDatum(
+		    construct_array(elements, decision.count, type->element.desc->tdtypeid,
+		                    type->element_length, type->element_by_value, type->element_align));
+		nulls[lengthof(kAllDecisionColumns) - 1] = false;
+	}
+	return HeapTupleGetDatum(ShapedTuple(type->row, values, nulls));
 }
 
 } /* namespace ratelimit::pg */

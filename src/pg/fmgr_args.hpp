@@ -12,6 +12,7 @@
 #include "pg/pg_includes.hpp"
 
 #include "core/token_bucket.hpp"
+#include "pg/errors.hpp"
 
 namespace ratelimit::pg {
 
@@ -33,47 +34,72 @@ struct Signature {
 };
 
 /* rate_limit_take and rate_limit_check (name, key, cost, rate, burst,
- * reserve, max_reserved), with a limit of their own. */
+ * reserve, max_reserved), with a limit of their own in tokens per second. */
 extern const Signature kTakeSignature;
 extern const Signature kCheckSignature;
-/* rate_limit_take and rate_limit_check (name, key, cost) of policy name. */
+/* rate_limit_take and rate_limit_check (name, key, cost, rate, per, burst,
+ * max_wait, max_reserved), with a limit of their own per period. */
+extern const Signature kTakePerSignature;
+extern const Signature kCheckPerSignature;
+/* rate_limit_take and rate_limit_check (name, key, cost) of policy name,
+ * and (name, key, cost, max_wait). */
 extern const Signature kTakePolicySignature;
 extern const Signature kCheckPolicySignature;
-/* rate_limit_refund (name, key, amount, rate, burst). */
+extern const Signature kTakePolicyWaitSignature;
+extern const Signature kCheckPolicyWaitSignature;
+/* rate_limit_refund (name, key, amount, rate, burst), and (name, key,
+ * amount, rate, per, burst). */
 extern const Signature kRefundSignature;
+extern const Signature kRefundPerSignature;
 /* rate_limit_refund (name, key, amount) of policy name. */
 extern const Signature kRefundPolicySignature;
 /* rate_limit_reset (name, key). */
 extern const Signature kResetSignature;
-/* rate_limit_take_all (names, keys, costs). */
+/* rate_limit_take_all (names, keys, costs), and (names, keys, costs, max_wait). */
 extern const Signature kTakeAllSignature;
+extern const Signature kTakeAllWaitSignature;
 
-/* A take or check with its own limit (kTakeSignature, kCheckSignature):
- * valid numbers, for a name that no policy governs. */
+/* What a decision row says of its limit: name, quota per period. */
+struct LimitLabel {
+	text *name;
+	double quota; /* tokens per `per` */
+	Interval per;
+};
+
+/* The label of an explicit limit of `rate` tokens per second. */
+LimitLabel PerSecondLabel(text *name, double rate);
+
+/* A take or check with its own limit (kTakeSignature, kCheckSignature,
+ * kTakePerSignature, kCheckPerSignature): valid numbers, for a name that no
+ * policy governs. */
 struct BucketCall {
 	text *name;
 	text *key;
 	core::Limit limit;
 	core::Request request;
+	LimitLabel label;
 };
 BucketCall DecodeBucketCall(FunctionCallInfo fcinfo, const Signature &signature);
 
-/* A refund with its own limit (kRefundSignature): valid numbers, for a name
- * that no policy governs. */
+/* A refund with its own limit (kRefundSignature, kRefundPerSignature): valid
+ * numbers, for a name that no policy governs. */
 struct RefundCall {
 	text *name;
 	text *key;
 	core::Limit limit;
 	double amount;
+	LimitLabel label;
 };
-RefundCall DecodeRefundCall(FunctionCallInfo fcinfo);
+RefundCall DecodeRefundCall(FunctionCallInfo fcinfo, const Signature &signature);
 
 /* A take or check under policy name (kTakePolicySignature,
- * kCheckPolicySignature); the cost is checked against the policy later. */
+ * kCheckPolicySignature, and the *Wait ones); the cost is checked against
+ * the policy later. */
 struct PolicyCall {
 	text *name;
 	text *key;
 	double cost;
+	double max_wait; /* seconds (+inf: no time cap); 0: no reservation */
 };
 PolicyCall DecodePolicyCall(FunctionCallInfo fcinfo, const Signature &signature);
 
@@ -92,19 +118,21 @@ struct KeyCall {
 };
 KeyCall DecodeKeyCall(FunctionCallInfo fcinfo);
 
-/* The arrays of rate_limit_take_all (kTakeAllSignature), not yet looked into. */
+/* The arrays of rate_limit_take_all (kTakeAllSignature,
+ * kTakeAllWaitSignature), not yet looked into. */
 struct TakeAllCall {
 	ArrayType *names;
 	ArrayType *keys;
 	ArrayType *costs; /* NULL: a cost of 1 for each limit */
+	double max_wait;  /* as PolicyCall's */
 };
-TakeAllCall DecodeTakeAllCall(FunctionCallInfo fcinfo);
+TakeAllCall DecodeTakeAllCall(FunctionCallInfo fcinfo, const Signature &signature);
 
 /* 22023 / 54000: an empty or over-long name, an over-long key. */
 void CheckNameAndKey(text *name, text *key);
 
-/* The error of core::Validate(limit, request), if any. */
-void CheckRequest(const core::Limit &limit, const core::Request &request);
+/* The error of core::Validate(limit, request), if any, for a call of `form`. */
+void CheckRequest(const core::Limit &limit, const core::Request &request, CallForm form);
 
 /* 25006 on a standby, where bucket state cannot be read (its unlogged table
  * is empty); RequireWritable also raises 25006 in a read-only transaction and
@@ -112,9 +140,9 @@ void CheckRequest(const core::Limit &limit, const core::Request &request);
 void RequirePrimary(const Signature &signature);
 void RequireWritable(const Signature &signature);
 
-/* The rate_limit_decision row of `decision` under `limit`. */
+/* The rate_limit_decision row of `decision` under `limit`, labelled `label`. */
 Datum DecisionDatum(FunctionCallInfo fcinfo, const core::Decision &decision,
-                    const core::Limit &limit);
+                    const core::Limit &limit, const LimitLabel &label);
 
 /* A rate_limit_all_decision row. */
 struct AllDecision {
@@ -123,6 +151,11 @@ struct AllDecision {
 	text *binding_name;
 	text *binding_key;
 	ArrayType *remaining; /* float8[]: one per limit given, in argument order */
+	/* Each limit given, in argument order: its decision, capacity and label. */
+	int count;
+	const core::Decision *decisions;
+	const double *capacities;
+	const LimitLabel *labels;
 };
 Datum AllDecisionDatum(FunctionCallInfo fcinfo, const AllDecision &decision);
 

@@ -50,7 +50,7 @@ RequireFor(const Signature &signature, Operation::Kind kind)
 		RequirePrimary(signature);
 }
 
-/* Take or check with the rate and burst the call gives. */
+/* Take or check with the limit the call gives. */
 Datum
 BucketDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::Kind kind)
 {
@@ -58,10 +58,13 @@ BucketDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::K
 	RequireFor(signature, kind);
 	core::Decision decision =
 	    DecideBucket(call.name, call.key, call.limit, {kind, call.request, 0.0});
-	return DecisionDatum(fcinfo, decision, call.limit);
+	return DecisionDatum(fcinfo, decision, call.limit, call.label);
 }
 
-/* Take or check with the limit of policy `name`. */
+/* Take or check with the limit of policy `name`, reserving within
+ * call.max_wait as far as the policy allows.  A denial's retry_after is
+ * jittered as the policy says; a reservation's is not (the reserved work may
+ * start then, within max_wait). */
 Datum
 PolicyDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::Kind kind)
 {
@@ -69,19 +72,40 @@ PolicyDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::K
 	RequireFor(signature, kind);
 	Policy policy = LookupPolicy(call.name);
 	core::Limit limit = PolicyLimit(policy, call.name, call.key);
-	core::Request request = core::Request::Plain(call.cost);
-	CheckRequest(limit, request);
+	core::Request request = PolicyRequest(policy, call.cost, call.max_wait);
+	CheckRequest(limit, request, CallForm::kPolicy);
 	core::Decision decision;
 	if (policy.shards > 1) {
-		decision = ShardedDecision(call.name, call.key, policy, limit, kind, call.cost);
+		decision = ShardedDecision(call.name, call.key, policy, limit, kind, request);
 	} else {
 		Operation operation{kind, request, 0.0, policy.has_initial, policy.initial};
 		decision = DecideBucket(call.name, call.key, limit, operation);
 	}
-	if (policy.jitter > 0.0)
+	if (policy.jitter > 0.0 && !decision.allowed)
 		decision.retry_after = core::Jittered(decision.retry_after, policy.jitter,
 		                                      BucketHash(call.name, call.key, kJitterSeed));
-	return DecisionDatum(fcinfo, decision, limit);
+	return DecisionDatum(fcinfo, decision, limit, PolicyLabel(policy, call.name));
+}
+
+/* Refund with the limit the call gives. */
+Datum
+BucketRefund(FunctionCallInfo fcinfo, const Signature &signature)
+{
+	RefundCall call = DecodeRefundCall(fcinfo, signature);
+	RequireWritable(signature);
+	Operation refund{Operation::kRefund, core::Request::Plain(0.0), call.amount};
+	core::Decision decision = DecideBucket(call.name, call.key, call.limit, refund);
+	return DecisionDatum(fcinfo, decision, call.limit, call.label);
+}
+
+/* rate_limit_take_all under `signature`. */
+Datum
+TakeAllDecision(FunctionCallInfo fcinfo, const Signature &signature)
+{
+	TakeAllCall call = DecodeTakeAllCall(fcinfo, signature);
+	LimitList limits = ReadLimitList(call);
+	RequireWritable(signature);
+	return AllDecisionDatum(fcinfo, TakeAllLimits(limits, call.max_wait));
 }
 
 } /* namespace */
@@ -103,6 +127,20 @@ Datum
 rate_limit_check(PG_FUNCTION_ARGS)
 {
 	return pg::BucketDecision(fcinfo, pg::kCheckSignature, pg::Operation::kCheck);
+}
+
+/* rate_limit_take(name, key, cost, rate, per, burst, max_wait, max_reserved) */
+Datum
+rate_limit_take_per(PG_FUNCTION_ARGS)
+{
+	return pg::BucketDecision(fcinfo, pg::kTakePerSignature, pg::Operation::kTake);
+}
+
+/* rate_limit_check(name, key, cost, rate, per, burst, max_wait, max_reserved) */
+Datum
+rate_limit_check_per(PG_FUNCTION_ARGS)
+{
+	return pg::BucketDecision(fcinfo, pg::kCheckPerSignature, pg::Operation::kCheck);
 }
 
 /* rate_limit_reset(name, key): forget the bucket; it starts full again. */
@@ -132,15 +170,32 @@ rate_limit_check_policy(PG_FUNCTION_ARGS)
 	return pg::PolicyDecision(fcinfo, pg::kCheckPolicySignature, pg::Operation::kCheck);
 }
 
+/* rate_limit_take(name, key, cost, max_wait): reserving as policy `name` allows. */
+Datum
+rate_limit_take_policy_wait(PG_FUNCTION_ARGS)
+{
+	return pg::PolicyDecision(fcinfo, pg::kTakePolicyWaitSignature, pg::Operation::kTake);
+}
+
+/* rate_limit_check(name, key, cost, max_wait) */
+Datum
+rate_limit_check_policy_wait(PG_FUNCTION_ARGS)
+{
+	return pg::PolicyDecision(fcinfo, pg::kCheckPolicyWaitSignature, pg::Operation::kCheck);
+}
+
 /* rate_limit_refund(name, key, amount, rate, burst): tokens back, capped. */
 Datum
 rate_limit_refund(PG_FUNCTION_ARGS)
 {
-	pg::RefundCall call = pg::DecodeRefundCall(fcinfo);
-	pg::RequireWritable(pg::kRefundSignature);
-	pg::Operation refund{pg::Operation::kRefund, core::Request::Plain(0.0), call.amount};
-	core::Decision decision = pg::DecideBucket(call.name, call.key, call.limit, refund);
-	return pg::DecisionDatum(fcinfo, decision, call.limit);
+	return pg::BucketRefund(fcinfo, pg::kRefundSignature);
+}
+
+/* rate_limit_refund(name, key, amount, rate, per, burst) */
+Datum
+rate_limit_refund_per(PG_FUNCTION_ARGS)
+{
+	return pg::BucketRefund(fcinfo, pg::kRefundPerSignature);
 }
 
 /* rate_limit_refund(name, key, amount): the limit of policy `name`. */
@@ -159,7 +214,7 @@ rate_limit_refund_policy(PG_FUNCTION_ARGS)
 		                     policy.has_initial, policy.initial};
 		decision = pg::DecideBucket(call.name, call.key, limit, refund);
 	}
-	return pg::DecisionDatum(fcinfo, decision, limit);
+	return pg::DecisionDatum(fcinfo, decision, limit, pg::PolicyLabel(policy, call.name));
 }
 
 /* Trigger on ratelimit.policies (row or statement): invalidate policy caches. */
@@ -180,21 +235,13 @@ rate_limit_policies_changed(PG_FUNCTION_ARGS)
 Datum
 rate_limit_take_all(PG_FUNCTION_ARGS)
 {
-	pg::LimitList limits = pg::ReadLimitList(pg::DecodeTakeAllCall(fcinfo));
-	pg::RequireWritable(pg::kTakeAllSignature);
-	return pg::AllDecisionDatum(fcinfo, pg::TakeAllLimits(limits));
+	return pg::TakeAllDecision(fcinfo, pg::kTakeAllSignature);
 }
 
-/* Entry points of 0.3.0, not yet built. */
-#define RATELIMIT_NOT_YET(fn)                                                                      \
-	Datum fn(PG_FUNCTION_ARGS)                                                                     \
-	{                                                                                              \
-		elog(ERROR, #fn " is not built yet");                                                      \
-		PG_RETURN_NULL();                                                                          \
-	}
-RATELIMIT_NOT_YET(rate_limit_take_policy_wait)
-RATELIMIT_NOT_YET(rate_limit_check_policy_wait)
-RATELIMIT_NOT_YET(rate_limit_take_all_wait)
-RATELIMIT_NOT_YET(rate_limit_take_per)
-RATELIMIT_NOT_YET(rate_limit_check_per)
-RATELIMIT_NOT_YET(rate_limit_refund_per)
+/* rate_limit_take_all(names, keys, costs, max_wait): each limit reserving
+ * within max_wait as its policy allows. */
+Datum
+rate_limit_take_all_wait(PG_FUNCTION_ARGS)
+{
+	return pg::TakeAllDecision(fcinfo, pg::kTakeAllWaitSignature);
+}

@@ -40,6 +40,8 @@ constexpr const char *kPolicyIndex = "policies_pkey";
 /* Columns of ratelimit.policies that the limiter reads, found by name. */
 enum PolicyColumn {
 	kName,
+	kRate,
+	kPer,
 	kBurst,
 	kTokensPerSecond,
 	kInitial,
@@ -49,6 +51,7 @@ enum PolicyColumn {
 	kWindowStartUs,
 	kFloorPerSecond,
 	kShards,
+	kMaxReserved,
 	kPolicyColumns
 };
 
@@ -56,9 +59,12 @@ struct ColumnSpec {
 	const char *name;
 	Oid type;
 	bool nullable;
+	bool optional; /* absent in a database not yet updated: its default */
 };
 
 constexpr ColumnSpec kColumns[kPolicyColumns] = {{"name", TEXTOID, false},
+                                                 {"rate", FLOAT8OID, false},
+                                                 {"per", INTERVALOID, false},
                                                  {"burst", FLOAT8OID, false},
                                                  {"tokens_per_second", FLOAT8OID, false},
                                                  {"initial", FLOAT8OID, true},
@@ -67,7 +73,8 @@ constexpr ColumnSpec kColumns[kPolicyColumns] = {{"name", TEXTOID, false},
                                                  {"window_us", INT8OID, false},
                                                  {"window_start_us", INT8OID, true},
                                                  {"floor_per_second", FLOAT8OID, false},
-                                                 {"shards", INT4OID, false}};
+                                                 {"shards", INT4OID, false},
+                                                 {"max_reserved", FLOAT8OID, false, true}};
 
 /* Most names cached as not defined; then the cache starts afresh, so that
  * calls with ever new names cannot grow it without bound. */
@@ -127,7 +134,7 @@ FindColumns(Relation rel, AttrNumber *attnums)
 		}
 	}
 	for (int c = 0; c < kPolicyColumns; c++)
-		if (attnums[c] == InvalidAttrNumber)
+		if (attnums[c] == InvalidAttrNumber && !kColumns[c].optional)
 			ReportStateTableAltered(kPolicyTable, TableChange::kColumnMissing, kColumns[c].name,
 			                        kColumns[c].type);
 }
@@ -207,10 +214,19 @@ ReadPolicy(text *name, Policy *policy, bool *cacheable)
 		Datum value[kPolicyColumns];
 		bool null[kPolicyColumns];
 		for (int c = 0; c < kPolicyColumns; c++) {
+			if (att[c] == InvalidAttrNumber) { /* optional and absent: NULL here */
+				value[c] = (Datum)0;
+				null[c] = true;
+				continue;
+			}
 			value[c] = heap_getattr(tuple, att[c], desc, &null[c]);
 			if (null[c] && !kColumns[c].nullable)
 				ReportStateTableAltered(kPolicyTable, TableChange::kNullValue, kColumns[c].name);
 		}
+		policy->rate = DatumGetFloat8(value[kRate]);
+		policy->per = *DatumGetIntervalP(value[kPer]);
+		/* No column (0.2.0): no reservation. */
+		policy->max_reserved = null[kMaxReserved] ? 0.0 : DatumGetFloat8(value[kMaxReserved]);
 		policy->limit.burst = DatumGetFloat8(value[kBurst]);
 		policy->limit.rate = DatumGetFloat8(value[kTokensPerSecond]);
 		policy->limit.floor_rate = DatumGetFloat8(value[kFloorPerSecond]);
@@ -254,6 +270,27 @@ PolicyLimit(const Policy &policy, text *name, text *key)
 		limit.phase_us = static_cast<int64>(hash % static_cast<uint64>(policy.window_us));
 	}
 	return limit;
+}
+
+core::Request
+PolicyRequest(const Policy &policy, double cost, double max_wait)
+{
+	core::Request request = core::Request::Plain(cost);
+	request.reserve = max_wait > 0.0;
+	request.debt_capped = true;
+	request.max_reserved = policy.max_reserved;
+	request.max_wait = max_wait > 0.0 ? max_wait : request.max_wait;
+	return request;
+}
+
+LimitLabel
+PolicyLabel(const Policy &policy, text *name)
+{
+	LimitLabel label;
+	label.name = name;
+	label.quota = policy.rate;
+	label.per = policy.per;
+	return label;
 }
 
 void

@@ -12,6 +12,7 @@
 
 #include "core/shards.hpp"
 #include "core/token_bucket.hpp"
+#include "pg/fmgr_args.hpp"
 
 namespace ratelimit::pg {
 
@@ -21,7 +22,10 @@ constexpr int kMaxShards = core::kMaxShards;
 /* A stored policy: its limit, the balance of a new key, the jitter. */
 struct Policy {
 	core::Limit limit;
-	bool has_initial; /* new keys start with `initial` tokens, not burst */
+	double rate;         /* tokens per `per`, as defined */
+	Interval per;        /* the period of rate, as defined */
+	double max_reserved; /* the most debt a key may carry (0 in a 0.2.0 database) */
+	bool has_initial;    /* new keys start with `initial` tokens, not burst */
 	double initial;
 	double jitter; /* 0..1: retry_after stretched by up to this fraction */
 	bool fixed_window;
@@ -44,6 +48,14 @@ bool FindPolicy(text *name, Policy *policy);
 /* The limit policy `policy` sets for bucket (name, key): for fixed windows,
  * where that key's windows start. */
 core::Limit PolicyLimit(const Policy &policy, text *name, text *key);
+
+/* What a take or check of `cost` under `policy` asks: reserving within
+ * `max_wait` seconds (0: no reservation) as far as the policy's
+ * max_reserved allows. */
+core::Request PolicyRequest(const Policy &policy, double cost, double max_wait);
+
+/* What a decision row says of policy `name`: its rate per its per. */
+LimitLabel PolicyLabel(const Policy &policy, text *name);
 
 /* Called by the trigger on ratelimit.policies: every backend's cache is
  * invalidated when the changing transaction commits (this one's at once). */

@@ -40,10 +40,12 @@ PeekShard(text *name, text *key, int number, const Policy &policy, const core::S
 }
 
 /* Takes plan.cost[s] from every shard s the plan draws on, all or none, in
- * canonical order; after[s]: how each of them stands. */
+ * canonical order (by `request` when the plan reserves); after[s]: how each
+ * of them stands; *wait: the reservation's wait (0 if none). */
 bool
 TakeFromShards(text *name, text *key, const Policy &policy, const core::ShardShare &share,
-               const core::ShardPlan &plan, core::Bucket *after)
+               const core::ShardPlan &plan, const core::Request &request, core::Bucket *after,
+               double *wait)
 {
 	int order[kMaxShards];
 	core::ShardOrder(policy.shards, order);
@@ -55,17 +57,22 @@ TakeFromShards(text *name, text *key, const Policy &policy, const core::ShardSha
 		if (!(plan.cost[s] > 0.0))
 			continue;
 		numbers[count] = s;
-		takes[count++] = BucketTake{name,
-		                            ShardKey(key, s),
-		                            share.limit,
-		                            core::Request::Plain(plan.cost[s]),
-		                            policy.has_initial,
-		                            share.initial,
-		                            core::Decision{}};
+		takes[count++] = BucketTake{
+		    name,
+		    ShardKey(key, s),
+		    share.limit,
+		    plan.kind == core::ShardPlan::kReserve ? request : core::Request::Plain(plan.cost[s]),
+		    policy.has_initial,
+		    share.initial,
+		    core::Decision{}};
 	}
 	const bool allowed = TakeAll(takes, count);
-	for (int t = 0; t < count; t++)
+	*wait = 0.0;
+	for (int t = 0; t < count; t++) {
 		after[numbers[t]] = takes[t].decision.next;
+		if (allowed && plan.kind == core::ShardPlan::kReserve)
+			*wait = takes[t].decision.retry_after;
+	}
 	return allowed;
 }
 
@@ -75,26 +82,29 @@ constexpr int kEveryShardAttempts = 4;
 
 /*
  * `kind` over every shard of `key`: from the richest ones, as few as can
- * serve `cost`, or denied when together they cannot.  all[s]: how shard s
- * stands once it is done.
+ * serve request.cost (a shard's share of the request), or reserved on the
+ * richest, or denied.  all[s]: how shard s stands once it is done; *wait:
+ * a reservation's wait.
  */
 bool
 DecideOverEveryShard(text *name, text *key, const Policy &policy, const core::ShardShare &share,
-                     Operation::Kind kind, double cost, core::Bucket *all)
+                     Operation::Kind kind, const core::Request &request, core::Bucket *all,
+                     double *wait)
 {
 	for (int attempt = 0; attempt < kEveryShardAttempts; attempt++) {
 		for (int s = 0; s < policy.shards; s++)
 			all[s] = PeekShard(name, key, s, policy, share);
 		const core::ShardPlan plan =
-		    core::PlanShards(all, policy.shards, share.limit, cost, ClockNow());
+		    core::PlanShards(all, policy.shards, share.limit, request, ClockNow());
 		if (plan.kind == core::ShardPlan::kDeny)
 			return false;
 		if (kind == Operation::kCheck) {
 			for (int s = 0; s < policy.shards; s++)
 				all[s] = plan.after[s];
+			*wait = plan.wait;
 			return true;
 		}
-		if (TakeFromShards(name, key, policy, share, plan, all))
+		if (TakeFromShards(name, key, policy, share, plan, request, all, wait))
 			return true;
 	}
 	/* Still taken from under it: denied on the latest states it saw. */
@@ -118,13 +128,16 @@ ShardKey(text *key, int shard)
 
 core::Decision
 ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &limit,
-                Operation::Kind kind, double cost)
+                Operation::Kind kind, const core::Request &request)
 {
 	const int shards = policy.shards;
+	const double cost = request.cost;
 	const core::ShardShare share = core::ShareOfShard(limit, policy.initial, shards);
 	const core::Limit &shard = share.limit;
-	if (cost > 2.0 * shard.burst)
-		ReportShardedCost(cost, 2.0 * shard.burst, shards);
+	const core::Request shard_request = core::ShareOfRequest(request, shards);
+	if (cost > 2.0 * shard.burst &&
+	    !(request.reserve && cost <= shard.burst + core::DebtCap(shard, shard_request)))
+		ReportShardedCost(cost, 2.0 * shard.burst, shards, request.reserve);
 
 	/* Two shards picked at random, as they stand; the richer serves the call
 	 * alone if it can. */
@@ -134,7 +147,8 @@ ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &
 	core::Bucket pair[2];
 	for (int p = 0; p < 2; p++)
 		pair[p] = PeekShard(name, key, numbers[p], policy, share);
-	const core::ShardPlan plan = core::PlanShards(pair, 2, shard, cost, ClockNow());
+	const core::ShardPlan plan =
+	    core::PlanShards(pair, 2, shard, core::Request::Plain(cost), ClockNow());
 	bool allowed = false;
 	if (plan.kind == core::ShardPlan::kOne) {
 		const int p = plan.richest;
@@ -151,10 +165,12 @@ ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &
 	}
 
 	core::Bucket all[kMaxShards];
+	double wait = 0.0;
 	if (allowed) {
 		/* Granted: the two shards tell enough unless they hold less than the
 		 * call, when the rest may hold what they lack. */
-		const core::Decision answer = core::ShardOutcome(true, pair, 2, shard, cost, ClockNow());
+		const core::Decision answer =
+		    core::ShardOutcome(true, pair, 2, shard, core::Request::Plain(cost), ClockNow());
 		if (!core::NeedsEveryShard(answer.remaining, cost))
 			return answer;
 		for (int s = 0; s < shards; s++)
@@ -164,7 +180,7 @@ ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &
 	} else {
 		/* Neither can serve it alone (or others took from the richer first):
 		 * the whole key decides. */
-		allowed = DecideOverEveryShard(name, key, policy, share, kind, cost, all);
+		allowed = DecideOverEveryShard(name, key, policy, share, kind, shard_request, all, &wait);
 	}
 
 	/* Denied shards never seen before still start earning now; recorded in
@@ -177,7 +193,11 @@ ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &
 			(void)DecideBucket(name, ShardKey(key, order[i]), shard, record);
 	}
 
-	return core::ShardOutcome(allowed, all, shards, shard, cost, ClockNow());
+	core::Decision outcome =
+	    core::ShardOutcome(allowed, all, shards, shard, shard_request, ClockNow());
+	if (allowed)
+		outcome.retry_after = wait;
+	return outcome;
 }
 
 core::Decision

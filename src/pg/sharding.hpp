@@ -31,9 +31,15 @@ text *ShardKey(text *key, int shard);
  * looked at: the two, unless they hold less than the cost or one token
  * (core::NeedsEveryShard), then every shard; a denial has looked at every
  * shard, and its retry_after is exact for the whole key (core::ShardOutcome).
+ * A request that may reserve and that the shards cannot serve from tokens
+ * is reserved on the richest shard, within the shard's share of
+ * max_reserved and within max_wait; its retry_after is that shard's wait.
+ * refill_after is the time until the shards counted in remaining together
+ * hold one more whole token.
  */
 core::Decision ShardedDecision(text *name, text *key, const Policy &policy,
-                               const core::Limit &limit, Operation::Kind kind, double cost);
+                               const core::Limit &limit, Operation::Kind kind,
+                               const core::Request &request);
 
 /*
  * A refund of a key split over several rows: `amount` goes to the shards

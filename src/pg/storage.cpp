@@ -913,12 +913,19 @@ TakeAll(BucketTake *takes, int count)
 	}
 
 	if (!all_allowed) {
-		/* Nothing was taken, so every bucket reports what it holds. */
+		/* Nothing was taken, so every bucket reports what it holds; one that
+		 * would have granted alone still says so, and how long its reserved
+		 * work would have waited. */
 		TimestampTz now = ClockNow();
 		const core::Request look = core::Request::Plain(0.0);
-		for (int i = 0; i < count; i++)
-			if (takes[i].decision.allowed)
-				takes[i].decision = core::Decide(rows[i].state, takes[i].limit, look, now);
+		for (int i = 0; i < count; i++) {
+			if (!takes[i].decision.allowed)
+				continue;
+			const double wait = takes[i].decision.retry_after;
+			takes[i].decision = core::Decide(rows[i].state, takes[i].limit, look, now);
+			takes[i].decision.allowed = true;
+			takes[i].decision.retry_after = wait;
+		}
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	CloseStateRelations(&rels);

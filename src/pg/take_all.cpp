@@ -37,9 +37,10 @@ ArrayElements(ArrayType *array, Oid type, int16 length, bool by_value, char alig
 	return count;
 }
 
-/* The BucketTake of limit `i` of `list`, under its policy. */
+/* The BucketTake of limit `i` of `list`, under its policy, reserving
+ * within `max_wait`; its label into *label. */
 BucketTake
-ResolveLimit(const LimitList &list, int i)
+ResolveLimit(const LimitList &list, int i, double max_wait, LimitLabel *label)
 {
 	text *name = DatumGetTextPP(list.names[i]);
 	text *key = DatumGetTextPP(list.keys[i]);
@@ -49,8 +50,9 @@ ResolveLimit(const LimitList &list, int i)
 		ReportShardedTakeAll(text_to_cstring(name));
 	core::Limit limit = PolicyLimit(policy, name, key);
 	core::Request request =
-	    core::Request::Plain(list.costs != NULL ? DatumGetFloat8(list.costs[i]) : 1.0);
-	CheckRequest(limit, request);
+	    PolicyRequest(policy, list.costs != NULL ? DatumGetFloat8(list.costs[i]) : 1.0, max_wait);
+	CheckRequest(limit, request, CallForm::kPolicy);
+	*label = PolicyLabel(policy, name);
 	return BucketTake{
 	    name, key, limit, request, policy.has_initial, policy.initial, core::Decision{}};
 }
@@ -82,16 +84,18 @@ MergeRepeats(const BucketTake *given, int count, BucketTake *takes, int *bucket_
 		if (buckets > 0 && CompareBuckets(takes[buckets - 1], given[position]) == 0) {
 			BucketTake &merged = takes[buckets - 1];
 			merged.request.cost += given[position].request.cost;
-			if (merged.request.cost > merged.limit.burst)
+			const double debt_cap = core::DebtCap(merged.limit, merged.request);
+			if (merged.request.cost > merged.limit.burst + debt_cap)
 				ReportMergedCostExceedsBurst(text_to_cstring(merged.name),
-				                             text_to_cstring(merged.key), merged.limit.burst);
+				                             text_to_cstring(merged.key), merged.limit.burst,
+				                             debt_cap);
 		} else {
 			takes[buckets++] = given[position];
 		}
 		bucket_of[position] = buckets - 1;
 	}
 	for (int b = 0; b < buckets; b++)
-		CheckRequest(takes[b].limit, takes[b].request);
+		CheckRequest(takes[b].limit, takes[b].request, CallForm::kPolicy);
 	return buckets;
 }
 
@@ -140,12 +144,13 @@ ReadLimitList(const TakeAllCall &call)
 }
 
 AllDecision
-TakeAllLimits(const LimitList &list)
+TakeAllLimits(const LimitList &list, double max_wait)
 {
 	const int count = list.count;
 	BucketTake *given = static_cast<BucketTake *>(palloc0(sizeof(BucketTake) * count));
+	LimitLabel *labels = static_cast<LimitLabel *>(palloc0(sizeof(LimitLabel) * count));
 	for (int i = 0; i < count; i++)
-		given[i] = ResolveLimit(list, i);
+		given[i] = ResolveLimit(list, i, max_wait, &labels[i]);
 
 	BucketTake *takes = static_cast<BucketTake *>(palloc0(sizeof(BucketTake) * count));
 	int *bucket_of = static_cast<int *>(palloc(sizeof(int) * count));
@@ -155,11 +160,25 @@ TakeAllLimits(const LimitList &list)
 
 	const BucketTake &bound = takes[bucket_of[BindingLimit(takes, bucket_of, count, allowed)]];
 	Datum *remaining = static_cast<Datum *>(palloc(sizeof(Datum) * count));
-	for (int i = 0; i < count; i++)
-		remaining[i] = Float8GetDatum(takes[bucket_of[i]].decision.remaining);
+	core::Decision *decisions =
+	    static_cast<core::Decision *>(palloc(sizeof(core::Decision) * count));
+	double *capacities = static_cast<double *>(palloc(sizeof(double) * count));
+	double longest = 0.0;
+	for (int i = 0; i < count; i++) {
+		const BucketTake &take = takes[bucket_of[i]];
+		remaining[i] = Float8GetDatum(take.decision.remaining);
+		decisions[i] = take.decision;
+		capacities[i] = take.limit.burst;
+		if (take.decision.retry_after > longest)
+			longest = take.decision.retry_after;
+	}
 	AllDecision decision;
 	decision.allowed = allowed;
-	decision.retry_after = allowed ? 0.0 : bound.decision.retry_after;
+	decision.retry_after = allowed ? longest : bound.decision.retry_after;
+	decision.count = count;
+	decision.decisions = decisions;
+	decision.capacities = capacities;
+	decision.labels = labels;
 	decision.binding_name = bound.name;
 	decision.binding_key = bound.key;
 	decision.remaining =

@@ -28,9 +28,11 @@ struct LimitList {
 LimitList ReadLimitList(const TakeAllCall &call);
 
 /* Takes every limit of `list` under its policy, or none, in the caller's
- * transaction; the binding limit is the one to wait longest for when denied,
- * the one left with the smallest share of its burst when granted. */
-AllDecision TakeAllLimits(const LimitList &list);
+ * transaction, each reserving within `max_wait` seconds (0: none) as its
+ * policy allows; the binding limit is the one to wait longest for when
+ * denied, the one left with the smallest share of its burst when granted.
+ * A grant's retry_after is the longest wait of a reservation among them. */
+AllDecision TakeAllLimits(const LimitList &list, double max_wait);
 
 } /* namespace ratelimit::pg */
 

@@ -30,8 +30,10 @@ SELECT * FROM rate_limit_take('rt', 'k');
 -- after it, in order.
 ALTER TYPE rate_limit_decision DROP ATTRIBUTE reset_after;
 SELECT pg_temp.error_of($$SELECT * FROM rate_limit_take('rt', 'k')$$);
-ALTER TYPE rate_limit_decision DROP ATTRIBUTE capacity,
-    ADD ATTRIBUTE reset_after float8, ADD ATTRIBUTE capacity float8;
+ALTER TYPE rate_limit_decision DROP ATTRIBUTE capacity, DROP ATTRIBUTE name,
+    DROP ATTRIBUTE quota, DROP ATTRIBUTE per, DROP ATTRIBUTE refill_after,
+    ADD ATTRIBUTE reset_after float8, ADD ATTRIBUTE capacity float8, ADD ATTRIBUTE name text,
+    ADD ATTRIBUTE quota float8, ADD ATTRIBUTE per interval, ADD ATTRIBUTE refill_after float8;
 SELECT * FROM rate_limit_take('rt', 'k');
 
 -- The all-or-nothing row type.

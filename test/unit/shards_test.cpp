@@ -97,7 +97,7 @@ TEST(PlanShards, MatchesHandComputedCases)
 	for (const PlanCase &c : kPlanCases) {
 		SCOPED_TRACE(c.what);
 		const Bucket seen[2] = {{c.tokens[0], kNow}, {c.tokens[1], kNow}};
-		const ShardPlan plan = PlanShards(seen, 2, kShard, c.cost, kNow);
+		const ShardPlan plan = PlanShards(seen, 2, kShard, Request::Plain(c.cost), kNow);
 		EXPECT_EQ(plan.kind, c.kind);
 		EXPECT_EQ(plan.richest, c.richest);
 		for (int s = 0; s < 2; s++) {
@@ -112,7 +112,7 @@ TEST(PlanShards, DecidesOnBalancesRefilledToNow)
 {
 	/* Stored empty, but one of them 3 s ago: it holds 3 now. */
 	const Bucket seen[2] = {{0, kNow}, {0, kNow - 3 * kSecond}};
-	const ShardPlan plan = PlanShards(seen, 2, kShard, 2, kNow);
+	const ShardPlan plan = PlanShards(seen, 2, kShard, Request::Plain(2), kNow);
 	EXPECT_EQ(plan.kind, ShardPlan::kOne);
 	EXPECT_EQ(plan.richest, 1);
 	EXPECT_EQ(plan.after[1].tokens, 1);
@@ -171,7 +171,7 @@ TEST(PlanShards, OverManyShardsTakesFromTheRichestFirst)
 		Bucket seen[8];
 		for (int s = 0; s < c.count; s++)
 			seen[s] = Bucket{c.tokens[s], kNow};
-		const ShardPlan plan = PlanShards(seen, c.count, kShard, c.cost, kNow);
+		const ShardPlan plan = PlanShards(seen, c.count, kShard, Request::Plain(c.cost), kNow);
 		EXPECT_EQ(plan.kind, c.kind);
 		double taken = 0;
 		for (int s = 0; s < c.count; s++) {
@@ -210,15 +210,15 @@ TEST(PlanShards, CheckAnswersWhatTheTakeDoes)
 		                        {static_cast<double>(rng() % 501) / 100.0,
 		                         kNow - static_cast<std::int64_t>(rng() % kSecond)}};
 		const double cost = static_cast<double>(rng() % 1001) / 100.0;
-		const ShardPlan plan = PlanShards(seen, 2, kShard, cost, kNow);
-		const Decision check =
-		    ShardOutcome(plan.kind != ShardPlan::kDeny, plan.after, 2, kShard, cost, kNow);
+		const ShardPlan plan = PlanShards(seen, 2, kShard, Request::Plain(cost), kNow);
+		const Decision check = ShardOutcome(plan.kind != ShardPlan::kDeny, plan.after, 2, kShard,
+		                                    Request::Plain(cost), kNow);
 
 		Bucket states[2] = {seen[0], seen[1]};
 		const bool taken = CarryOut(plan, states, 2, kShard, kNow);
 		ASSERT_EQ(taken, plan.kind != ShardPlan::kDeny);
 		const Bucket after[2] = {Refill(states[0], kShard, kNow), Refill(states[1], kShard, kNow)};
-		const Decision take = ShardOutcome(taken, after, 2, kShard, cost, kNow);
+		const Decision take = ShardOutcome(taken, after, 2, kShard, Request::Plain(cost), kNow);
 		ASSERT_EQ(check.allowed, take.allowed);
 		ASSERT_EQ(check.remaining, take.remaining);
 		ASSERT_EQ(check.retry_after, take.retry_after);
@@ -237,7 +237,7 @@ TEST(PlanShards, CheckAnswersWhatTheTakeDoes)
 TEST(ShardOutcome, RemainingIsWhatTheShardsSeenHold)
 {
 	const Bucket after[2] = {{1, kNow}, {2, kNow}};
-	const Decision d = ShardOutcome(true, after, 2, kShard, 1, kNow);
+	const Decision d = ShardOutcome(true, after, 2, kShard, Request::Plain(1), kNow);
 	EXPECT_TRUE(d.allowed);
 	EXPECT_EQ(d.remaining, 3);
 	EXPECT_EQ(d.retry_after, 0);
@@ -309,7 +309,7 @@ TEST(ShardOutcome, WaitsMatchHandComputedCases)
 	for (const WaitCase &c : kWaitCases) {
 		SCOPED_TRACE(c.what);
 		const Bucket after[2] = {{c.tokens[0], c.now}, {c.tokens[1], c.now}};
-		const Decision d = ShardOutcome(false, after, 2, c.shard, c.cost, c.now);
+		const Decision d = ShardOutcome(false, after, 2, c.shard, Request::Plain(c.cost), c.now);
 		EXPECT_FALSE(d.allowed);
 		EXPECT_DOUBLE_EQ(d.retry_after, c.retry_after);
 		EXPECT_DOUBLE_EQ(d.reset_after, c.reset_after);
@@ -319,7 +319,7 @@ TEST(ShardOutcome, WaitsMatchHandComputedCases)
 TEST(ShardOutcome, AboveTwoShardsNeverServed)
 {
 	const Bucket after[2] = {{5, kNow}, {5, kNow}};
-	EXPECT_EQ(ShardOutcome(false, after, 2, kShard, 10.5, kNow).retry_after, kInf);
+	EXPECT_EQ(ShardOutcome(false, after, 2, kShard, Request::Plain(10.5), kNow).retry_after, kInf);
 }
 
 /* Waiting retry_after, the same plan over `count` shards grants; a
@@ -340,17 +340,19 @@ ExpectExactWaits(const char *what, Limit (*make)(std::mt19937_64 &), int count, 
 			    std::fmod(static_cast<double>(rng() % 10000) / 100.0 / (count / 2), shard.burst),
 			    now - static_cast<std::int64_t>(rng() % (5 * kSecond))};
 		const double cost = std::fmod(static_cast<double>(rng() % 20000) / 100.0, 2 * shard.burst);
-		if (PlanShards(after, count, shard, cost, now).kind != ShardPlan::kDeny)
+		if (PlanShards(after, count, shard, Request::Plain(cost), now).kind != ShardPlan::kDeny)
 			continue;
-		const Decision d = ShardOutcome(false, after, count, shard, cost, now);
+		const Decision d = ShardOutcome(false, after, count, shard, Request::Plain(cost), now);
 		if (!std::isfinite(d.retry_after))
 			continue;
 		const std::int64_t wait = std::llround(d.retry_after * kSecond);
 		ASSERT_EQ(static_cast<double>(wait) / kSecond, d.retry_after) << "whole microseconds";
 		ASSERT_GE(wait, 1);
-		ASSERT_NE(PlanShards(after, count, shard, cost, now + wait).kind, ShardPlan::kDeny)
+		ASSERT_NE(PlanShards(after, count, shard, Request::Plain(cost), now + wait).kind,
+		          ShardPlan::kDeny)
 		    << "retry_after " << d.retry_after << " is not enough";
-		ASSERT_EQ(PlanShards(after, count, shard, cost, now + wait - 1).kind, ShardPlan::kDeny)
+		ASSERT_EQ(PlanShards(after, count, shard, Request::Plain(cost), now + wait - 1).kind,
+		          ShardPlan::kDeny)
 		    << "retry_after " << d.retry_after << " is longer than needed";
 		checked++;
 	}
@@ -442,29 +444,29 @@ ShardedCall(Bucket *state, int shards, int first, int second, const Limit &shard
             std::int64_t now, bool take)
 {
 	Bucket pair[2] = {state[first], state[second]};
-	const ShardPlan two = PlanShards(pair, 2, shard, cost, now);
+	const ShardPlan two = PlanShards(pair, 2, shard, Request::Plain(cost), now);
 	if (two.kind == ShardPlan::kOne) {
 		pair[two.richest] = two.after[two.richest];
 		if (take) {
 			state[first] = pair[0];
 			state[second] = pair[1];
 		}
-		const Decision answer = ShardOutcome(true, pair, 2, shard, cost, now);
+		const Decision answer = ShardOutcome(true, pair, 2, shard, Request::Plain(cost), now);
 		if (!NeedsEveryShard(answer.remaining, cost))
 			return answer;
 		Bucket all[kMaxShards];
 		for (int s = 0; s < shards; s++)
 			all[s] = s == first ? pair[0] : s == second ? pair[1] : state[s];
-		return ShardOutcome(true, all, shards, shard, cost, now);
+		return ShardOutcome(true, all, shards, shard, Request::Plain(cost), now);
 	}
-	const ShardPlan every = PlanShards(state, shards, shard, cost, now);
+	const ShardPlan every = PlanShards(state, shards, shard, Request::Plain(cost), now);
 	const bool allowed = every.kind != ShardPlan::kDeny;
 	if (!allowed)
-		return ShardOutcome(false, state, shards, shard, cost, now);
+		return ShardOutcome(false, state, shards, shard, Request::Plain(cost), now);
 	if (take)
 		for (int s = 0; s < shards; s++)
 			state[s] = every.after[s];
-	return ShardOutcome(true, every.after, shards, shard, cost, now);
+	return ShardOutcome(true, every.after, shards, shard, Request::Plain(cost), now);
 }
 
 /* What all `shards` shards hold together at `now`. */

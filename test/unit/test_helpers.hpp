@@ -8,11 +8,14 @@
 
 #include "token_bucket.hpp"
 
+using ratelimit::core::Admitted;
 using ratelimit::core::Bucket;
+using ratelimit::core::DebtCap;
 using ratelimit::core::Decide;
 using ratelimit::core::Decision;
 using ratelimit::core::FullBucket;
 using ratelimit::core::Limit;
+using ratelimit::core::NextWholeToken;
 using ratelimit::core::Refill;
 using ratelimit::core::Refund;
 using ratelimit::core::Request;
