@@ -13,9 +13,7 @@ SELECT pg_temp.error_of($$SELECT rate_limit_take(NULL, 'k', 1, 1, 5)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_take('err', NULL, 1, 1, 5)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_take('err', 'k', NULL, 1, 5)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_take('err', 'k', 1, NULL, 5)$$);
--- (An untyped NULL or literal fifth argument could be burst or, since 0.3.0,
--- per: typed here; explicit_per shows the ambiguity.)
-SELECT pg_temp.error_of($$SELECT rate_limit_take('err', 'k', 1, 1, NULL::float8)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_take('err', 'k', 1, 1, NULL)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_take('err', 'k', 1, 1, 5, NULL)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_check(NULL, 'k', 1, 1, 5)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_reset(NULL, 'k')$$);
@@ -31,9 +29,9 @@ SELECT pg_temp.error_of($$SELECT rate_limit_take('err', 'k', 1, 'NaN', 5)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_take('err', 'k', 1, '-0.5', 5)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_take('err', 'k', 1, 'Infinity', 5)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_take('err', 'k', 1, 1, 0)$$);
-SELECT pg_temp.error_of($$SELECT rate_limit_take('err', 'k', 1, 1, '-5'::float8)$$);
-SELECT pg_temp.error_of($$SELECT rate_limit_take('err', 'k', 1, 1, '-Infinity'::float8)$$);
-SELECT pg_temp.error_of($$SELECT rate_limit_take('err', 'k', 0, 1, 'NaN'::float8)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_take('err', 'k', 1, 1, '-5')$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_take('err', 'k', 1, 1, '-Infinity')$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_take('err', 'k', 0, 1, 'NaN')$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_take('err', 'k', 1, 1, 5, true, '-1')$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_take('err', 'k', 1, 1, 5, true, 'NaN')$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_check('err', 'k', 1, 1, 5, false, 'Infinity')$$);

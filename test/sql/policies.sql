@@ -179,7 +179,7 @@ SELECT pg_temp.error_of($$SELECT rate_limit_refund('login', 'alice', -1)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_refund('login', 'alice', 'NaN')$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_refund('login', 'alice', NULL)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_refund('llm-budget', 'k', 1, -1, 10)$$);
-SELECT pg_temp.error_of($$SELECT rate_limit_refund('llm-budget', 'k', 1, 1, NULL::float8)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_refund('llm-budget', 'k', 1, 1, NULL)$$);
 SELECT count(*) AS policies_named_p FROM ratelimit.policies WHERE name = 'p';
 BEGIN TRANSACTION READ ONLY;
 SELECT pg_temp.error_of($$SELECT rate_limit_take('login', 'alice')$$);
