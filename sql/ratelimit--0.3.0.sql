@@ -584,7 +584,7 @@ CREATE FUNCTION @extschema@.rate_limit_take_explicit(
     max_wait     interval DEFAULT NULL,
     max_reserved float8   DEFAULT NULL)
 RETURNS @extschema@.rate_limit_decision
-AS 'MODULE_PATHNAME', 'rate_limit_take_per'
+AS 'MODULE_PATHNAME', 'rate_limit_take_explicit'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.rate_limit_take_explicit(text, text, float8, float8, interval, float8, interval, float8) IS
     'takes cost tokens from the bucket (name, key) that refills rate tokens per period per up to burst (default: rate); reserves within max_wait and max_reserved when given; refused on a name a policy governs';
@@ -599,7 +599,7 @@ CREATE FUNCTION @extschema@.rate_limit_check_explicit(
     max_wait     interval DEFAULT NULL,
     max_reserved float8   DEFAULT NULL)
 RETURNS @extschema@.rate_limit_decision
-AS 'MODULE_PATHNAME', 'rate_limit_check_per'
+AS 'MODULE_PATHNAME', 'rate_limit_check_explicit'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION @extschema@.rate_limit_check_explicit(text, text, float8, float8, interval, float8, interval, float8) IS
     'answers as rate_limit_take_explicit with the same arguments would, without consuming or writing anything';
@@ -612,7 +612,7 @@ CREATE FUNCTION @extschema@.rate_limit_refund_explicit(
     per    interval,
     burst  float8 DEFAULT NULL)
 RETURNS @extschema@.rate_limit_decision
-AS 'MODULE_PATHNAME', 'rate_limit_refund_per'
+AS 'MODULE_PATHNAME', 'rate_limit_refund_explicit'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.rate_limit_refund_explicit(text, text, float8, float8, interval, float8) IS
     'gives amount tokens back to the bucket (name, key) that refills rate tokens per period per up to burst (default: rate); refused on a name a policy governs';

@@ -112,13 +112,13 @@ const Signature kRefundPolicySignature = {"rate_limit_refund", kPolicyAmountArgs
                                           lengthof(kPolicyAmountArgs)};
 const Signature kResetSignature = {"rate_limit_reset", kKeyArgs, lengthof(kKeyArgs)};
 const Signature kTakeAllSignature = {"rate_limit_take_all", kTakeAllArgs, lengthof(kTakeAllArgs)};
-const Signature kTakePerSignature = {"rate_limit_take", kPerArgs, lengthof(kPerArgs)};
-const Signature kCheckPerSignature = {"rate_limit_check", kPerArgs, lengthof(kPerArgs)};
+const Signature kTakePerSignature = {"rate_limit_take_explicit", kPerArgs, lengthof(kPerArgs)};
+const Signature kCheckPerSignature = {"rate_limit_check_explicit", kPerArgs, lengthof(kPerArgs)};
 const Signature kTakePolicyWaitSignature = {"rate_limit_take", kPolicyWaitArgs,
                                             lengthof(kPolicyWaitArgs)};
 const Signature kCheckPolicyWaitSignature = {"rate_limit_check", kPolicyWaitArgs,
                                              lengthof(kPolicyWaitArgs)};
-const Signature kRefundPerSignature = {"rate_limit_refund", kRefundPerArgs,
+const Signature kRefundPerSignature = {"rate_limit_refund_explicit", kRefundPerArgs,
                                        lengthof(kRefundPerArgs)};
 const Signature kTakeAllWaitSignature = {"rate_limit_take_all", kTakeAllWaitArgs,
                                          lengthof(kTakeAllWaitArgs)};

@@ -37,8 +37,9 @@ struct Signature {
  * reserve, max_reserved), with a limit of their own in tokens per second. */
 extern const Signature kTakeSignature;
 extern const Signature kCheckSignature;
-/* rate_limit_take and rate_limit_check (name, key, cost, rate, per, burst,
- * max_wait, max_reserved), with a limit of their own per period. */
+/* rate_limit_take_explicit and rate_limit_check_explicit (name, key, cost,
+ * rate, per, burst, max_wait, max_reserved), with a limit of their own per
+ * period. */
 extern const Signature kTakePerSignature;
 extern const Signature kCheckPerSignature;
 /* rate_limit_take and rate_limit_check (name, key, cost) of policy name,
@@ -47,8 +48,8 @@ extern const Signature kTakePolicySignature;
 extern const Signature kCheckPolicySignature;
 extern const Signature kTakePolicyWaitSignature;
 extern const Signature kCheckPolicyWaitSignature;
-/* rate_limit_refund (name, key, amount, rate, burst), and (name, key,
- * amount, rate, per, burst). */
+/* rate_limit_refund (name, key, amount, rate, burst), and
+ * rate_limit_refund_explicit (name, key, amount, rate, per, burst). */
 extern const Signature kRefundSignature;
 extern const Signature kRefundPerSignature;
 /* rate_limit_refund (name, key, amount) of policy name. */

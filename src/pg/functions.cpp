@@ -31,9 +31,9 @@ PG_FUNCTION_INFO_V1(rate_limit_take_all);
 PG_FUNCTION_INFO_V1(rate_limit_take_policy_wait);
 PG_FUNCTION_INFO_V1(rate_limit_check_policy_wait);
 PG_FUNCTION_INFO_V1(rate_limit_take_all_wait);
-PG_FUNCTION_INFO_V1(rate_limit_take_per);
-PG_FUNCTION_INFO_V1(rate_limit_check_per);
-PG_FUNCTION_INFO_V1(rate_limit_refund_per);
+PG_FUNCTION_INFO_V1(rate_limit_take_explicit);
+PG_FUNCTION_INFO_V1(rate_limit_check_explicit);
+PG_FUNCTION_INFO_V1(rate_limit_refund_explicit);
 }
 
 namespace ratelimit::pg {
@@ -129,16 +129,16 @@ rate_limit_check(PG_FUNCTION_ARGS)
 	return pg::BucketDecision(fcinfo, pg::kCheckSignature, pg::Operation::kCheck);
 }
 
-/* rate_limit_take(name, key, cost, rate, per, burst, max_wait, max_reserved) */
+/* rate_limit_take_explicit(name, key, cost, rate, per, burst, max_wait, max_reserved) */
 Datum
-rate_limit_take_per(PG_FUNCTION_ARGS)
+rate_limit_take_explicit(PG_FUNCTION_ARGS)
 {
 	return pg::BucketDecision(fcinfo, pg::kTakePerSignature, pg::Operation::kTake);
 }
 
-/* rate_limit_check(name, key, cost, rate, per, burst, max_wait, max_reserved) */
+/* rate_limit_check_explicit(name, key, cost, rate, per, burst, max_wait, max_reserved) */
 Datum
-rate_limit_check_per(PG_FUNCTION_ARGS)
+rate_limit_check_explicit(PG_FUNCTION_ARGS)
 {
 	return pg::BucketDecision(fcinfo, pg::kCheckPerSignature, pg::Operation::kCheck);
 }
@@ -191,9 +191,9 @@ rate_limit_refund(PG_FUNCTION_ARGS)
 	return pg::BucketRefund(fcinfo, pg::kRefundSignature);
 }
 
-/* rate_limit_refund(name, key, amount, rate, per, burst) */
+/* rate_limit_refund_explicit(name, key, amount, rate, per, burst) */
 Datum
-rate_limit_refund_per(PG_FUNCTION_ARGS)
+rate_limit_refund_explicit(PG_FUNCTION_ARGS)
 {
 	return pg::BucketRefund(fcinfo, pg::kRefundPerSignature);
 }

@@ -3,22 +3,26 @@
 --
 SET ratelimit.fixed_clock = 1000;
 
--- Example 1: a per-user API limit with tiers.
-SELECT rate_limit_define('api-free', 60, '1 minute', 10);
-SELECT rate_limit_define('api-pro', 600, '1 minute', 100);
+-- Example 1: a per-user API limit with tiers, and its HTTP headers.
+SELECT name, rate, per, burst FROM rate_limit_define('api-free', 60, '1 minute', burst => 10);
+SELECT name, rate, per, burst FROM rate_limit_define('api-pro', 600, '1 minute', burst => 100);
 CREATE TEMP TABLE accounts (user_id int PRIMARY KEY, tier text NOT NULL);
 INSERT INTO accounts VALUES (1, 'api-free'), (2, 'api-pro');
--- per request:
-SELECT a.user_id, d.allowed, d.remaining, d.retry_after
-  FROM accounts AS a, LATERAL rate_limit_take(a.tier, 'user:' || a.user_id, 10) AS d
- ORDER BY a.user_id;
-SELECT a.user_id, d.allowed, d.remaining, d.retry_after
-  FROM accounts AS a, LATERAL rate_limit_take(a.tier, 'user:' || a.user_id, 10) AS d
- ORDER BY a.user_id;
+-- per request (here a batch endpoint costing 10), twice for each user:
+PREPARE request(int) AS
+SELECT d.allowed, d.retry_after, h.ratelimit_policy, h.ratelimit, h.retry_after AS retry_after_header
+  FROM accounts AS a,
+       LATERAL rate_limit_take(a.tier, 'user:' || a.user_id, 10) AS d,
+       LATERAL rate_limit_headers(d) AS h
+ WHERE a.user_id = $1;
+EXECUTE request(1);
+EXECUTE request(1);
+EXECUTE request(2);
+EXECUTE request(2);
 
 -- Example 2: failed logins.  Five failures per 15 minutes per account; take
 -- before verifying the password, keep the take only if it was wrong.
-SELECT rate_limit_define('login-failures', 5, '15 minutes');
+SELECT name, rate, per, burst FROM rate_limit_define('login-failures', 5, '15 minutes');
 -- a wrong password: the failure counts
 BEGIN;
 SELECT allowed, retry_after FROM rate_limit_take('login-failures', 'alice@example.com');
@@ -58,35 +62,60 @@ SELECT allowed, retry_after FROM rate_limit_take('login-failures', 'alice@exampl
 ROLLBACK;
 
 -- Example 3: an LLM token budget of 100,000 tokens an hour, at most 20,000
--- at once: reserve the worst case before the call, refund what it did not use.
+-- at once, up to 10,000 ahead: reserve the worst case before the call,
+-- refund what it did not use.
+SELECT name, rate, per, burst, max_reserved
+  FROM rate_limit_define('llm', 100000, '1 hour', burst => 20000, max_reserved => 10000);
 -- before the call (8,000 tokens at most); it may start after retry_after:
 SELECT allowed, remaining, retry_after
-  FROM rate_limit_take('llm', 'team:7', 8000, 100000.0 / 3600, 20000,
-                       reserve => true, max_reserved => 10000);
+  FROM rate_limit_take('llm', 'team:7', 8000, max_wait => '5 minutes');
 -- after the call: it used 5,120 tokens
+SELECT allowed, remaining, retry_after FROM rate_limit_refund('llm', 'team:7', 8000 - 5120);
+-- a burst of calls: the second starts at once, the third waits 40 s for
+-- refill; the fourth would wait longer than the 5 minutes it accepts and is
+-- denied, changing nothing (retry_after: when it would start within them);
+-- so is a smaller call accepting 1 minute, and one that would owe more than
+-- max_reserved
 SELECT allowed, remaining, retry_after
-  FROM rate_limit_refund('llm', 'team:7', 8000 - 5120, 100000.0 / 3600, 20000);
--- a burst of calls: the second waits 40 s for refill and the third 328 s;
--- the fourth would owe more than max_reserved and is denied, changing nothing
+  FROM rate_limit_take('llm', 'team:7', 8000, max_wait => '5 minutes');
 SELECT allowed, remaining, retry_after
-  FROM rate_limit_take('llm', 'team:7', 8000, 100000.0 / 3600, 20000,
-                       reserve => true, max_reserved => 10000);
+  FROM rate_limit_take('llm', 'team:7', 8000, max_wait => '5 minutes');
 SELECT allowed, remaining, retry_after
-  FROM rate_limit_take('llm', 'team:7', 8000, 100000.0 / 3600, 20000,
-                       reserve => true, max_reserved => 10000);
+  FROM rate_limit_take('llm', 'team:7', 8000, max_wait => '5 minutes');
 SELECT allowed, remaining, retry_after
-  FROM rate_limit_take('llm', 'team:7', 8000, 100000.0 / 3600, 20000,
-                       reserve => true, max_reserved => 10000);
+  FROM rate_limit_take('llm', 'team:7', 1000, max_wait => '1 minute');
 SELECT allowed, remaining, retry_after
-  FROM rate_limit_take('llm', 'team:7', 8000, 100000.0 / 3600, 20000,
-                       reserve => true, max_reserved => 10000);
+  FROM rate_limit_take('llm', 'team:7', 12000, max_wait => '1 day');
+-- without max_wait a call takes only what the bucket holds
+SELECT allowed, remaining, retry_after FROM rate_limit_take('llm', 'team:7', 8000);
 
 -- Example 4: a global sign-up limit: 100 an hour for the whole service, in
 -- bursts of up to 20, the one key split over 4 rows.
-SELECT rate_limit_define('signups', 100, '1 hour', 20, shards => 4);
+SELECT name, rate, per, burst, shards
+  FROM rate_limit_define('signups', 100, '1 hour', burst => 20, shards => 4);
 -- per sign-up (remaining: at least 9 left, what the two shards it looked at hold):
 SELECT allowed, remaining, retry_after FROM rate_limit_take('signups', '');
 -- however the shards are picked, exactly the rest of the burst is granted
 SELECT count(*) FILTER (WHERE d.allowed) AS granted
   FROM generate_series(1, 40) AS g, LATERAL rate_limit_take('signups', '', 1 + 0 * g) AS d;
 SELECT sum(tokens) >= 0 AS never_negative FROM ratelimit.buckets WHERE name = 'signups';
+
+-- Example 5: several limits at once, all or none, with one RateLimit list.
+SELECT name FROM rate_limit_define('req', 100, '1 minute', burst => 20);
+SELECT name FROM rate_limit_define('bytes', 1048576, '1 minute');
+SELECT name FROM rate_limit_define('global', 10000, '1 minute', fixed_window => true);
+SELECT d.allowed, d.binding_name, h.ratelimit
+  FROM rate_limit_take_all(ARRAY['req', 'bytes', 'global'],
+                           ARRAY['client:9', 'client:9', ''],
+                           ARRAY[1, 4096, 1]) AS d,
+       LATERAL rate_limit_headers(d) AS h;
+SELECT h.ratelimit_policy
+  FROM rate_limit_take_all(ARRAY['req', 'bytes', 'global'],
+                           ARRAY['client:9', 'client:9', ''],
+                           ARRAY[1, 4096, 1]) AS d,
+       LATERAL rate_limit_headers(d) AS h;
+
+-- The headers example of the reference.
+SELECT name FROM rate_limit_define('default', 100, '1 minute');
+SELECT h.*
+  FROM rate_limit_take('default', 'client:9', 50) AS d, LATERAL rate_limit_headers(d) AS h;

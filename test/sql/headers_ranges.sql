@@ -30,13 +30,13 @@ SELECT h.ratelimit_policy FROM rate_limit_check('third', 'k', 0, 1.0 / 3, 1) AS 
     LATERAL rate_limit_headers(d, 'third', 1.0 / 3) AS h;
 
 -- Rows no limiter call returns (once "bigint out of range").
-SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(true, 1, 0, 0, -1e300)::rate_limit_decision, 'x', 1)$$);
-SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(false, 1, 0, -1e300, 1)::rate_limit_decision, 'x', 1)$$);
-SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(false, 1, -1e300, 0, 1)::rate_limit_decision, 'x', 1)$$);
-SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(true, 1, 0, 0, 'Infinity')::rate_limit_decision, 'x', 1)$$);
-SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(true, 'NaN', 0, 0, 1)::rate_limit_decision, 'x', 1)$$);
-SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(true, 1, 'NaN', 0, 1)::rate_limit_decision, 'x', 1)$$);
-SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(true, 1, 0, NULL, 1)::rate_limit_decision, 'x', 1)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(true, 1, 0, 0, -1e300, NULL, NULL, NULL, NULL)::rate_limit_decision, 'x', 1)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(false, 1, 0, -1e300, 1, NULL, NULL, NULL, NULL)::rate_limit_decision, 'x', 1)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(false, 1, -1e300, 0, 1, NULL, NULL, NULL, NULL)::rate_limit_decision, 'x', 1)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(true, 1, 0, 0, 'Infinity', NULL, NULL, NULL, NULL)::rate_limit_decision, 'x', 1)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(true, 'NaN', 0, 0, 1, NULL, NULL, NULL, NULL)::rate_limit_decision, 'x', 1)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(true, 1, 'NaN', 0, 1, NULL, NULL, NULL, NULL)::rate_limit_decision, 'x', 1)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(true, 1, 0, NULL, 1, NULL, NULL, NULL, NULL)::rate_limit_decision, 'x', 1)$$);
 -- ... while a limiter's row with an infinite wait (rate 0) is fine.
 SELECT h.* FROM rate_limit_take('never', 'k', 2, 0, 1, reserve => true) AS d,
     LATERAL rate_limit_headers(d, 'never', 0) AS h;

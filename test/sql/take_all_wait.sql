@@ -52,7 +52,7 @@ ALTER TYPE rate_limit_decision DROP ATTRIBUTE name, DROP ATTRIBUTE quota, DROP A
 SELECT * FROM rate_limit_take_all(ARRAY['tw-hour'], ARRAY['legacy'], NULL, '1 second');
 SELECT * FROM rate_limit_take('tw-hour', 'legacy', 1, '1 second');
 SELECT * FROM rate_limit_take('tw-legacy', 'k', 1, 1, 5);
-SELECT * FROM rate_limit_take('tw-legacy', 'k', 1, 1, per => '1 second');
+SELECT * FROM rate_limit_take_explicit('tw-legacy', 'k', 1, 1, per => '1 second');
 ROLLBACK;
 
 SELECT rate_limit_drop('tw-minute'), rate_limit_drop('tw-hour'), rate_limit_drop('tw-day');
