@@ -64,6 +64,20 @@ struct Request {
 	{
 		return Request{cost, false, false, 0.0};
 	}
+
+	/* A request for `cost` tokens that may reserve when the work can start
+	 * within `max_wait` seconds (+inf: no time cap); 0 means no reservation.
+	 * No token cap: set debt_capped and max_reserved for one. */
+	static constexpr Request
+	Within(double cost, double max_wait) noexcept
+	{
+		Request request = Plain(cost);
+		if (max_wait > 0.0) {
+			request.reserve = true;
+			request.max_wait = max_wait;
+		}
+		return request;
+	}
 };
 
 /* Stored state of one bucket. */

@@ -189,15 +189,6 @@ MaxWaitArg(FunctionCallInfo fcinfo, int arg)
 	return seconds;
 }
 
-/* Reserving within `max_wait` seconds (0: no reservation). */
-void
-SetMaxWait(core::Request *request, double max_wait)
-{
-	request->reserve = max_wait > 0.0;
-	if (request->reserve)
-		request->max_wait = max_wait;
-}
-
 /* The limit of arguments rate, per and burst (NULL: the rate) from
  * argument `first` on, in tokens per second; its label into *label. */
 core::Limit
@@ -241,18 +232,19 @@ DecodeBucketCall(FunctionCallInfo fcinfo, const Signature &signature)
 	BucketCall call;
 	DecodeNameAndKey(fcinfo, signature, &call.name, &call.key);
 	RefuseGovernedName(call.name, signature);
-	call.request = core::Request::Plain(PG_GETARG_FLOAT8(2));
+	const double cost = PG_GETARG_FLOAT8(2);
 	CallForm form;
 	if (signature.args == kBucketArgs) {
 		form = CallForm::kPerSecond;
 		call.limit = core::Limit{PG_GETARG_FLOAT8(3), PG_GETARG_FLOAT8(4)};
 		call.label = PerSecondLabel(call.name, call.limit.rate);
+		call.request = core::Request::Plain(cost);
 		call.request.reserve = PG_GETARG_BOOL(5);
 	} else {
 		form = CallForm::kPerPeriod;
 		call.label.name = call.name;
 		call.limit = PerPeriodLimit(fcinfo, 3, &call.label);
-		SetMaxWait(&call.request, MaxWaitArg(fcinfo, 6));
+		call.request = core::Request::Within(cost, MaxWaitArg(fcinfo, 6));
 	}
 	call.request.debt_capped = !PG_ARGISNULL(signature.count - 1);
 	call.request.max_reserved =
@@ -516,8 +508,8 @@ void
 DecisionValues(const core::Decision &decision, double capacity, const LimitLabel &label,
                Datum *values, bool *nulls)
 {
-	Interval *per = static_cast<Interval *>(palloc(sizeof(Interval)));
-	*per = label.per;
+	/* heap_form_tuple copies the interval: no copy of it is needed here. */
+	Interval *per = const_cast<Interval *>(&label.per);
 	Datum row[lengthof(kDecisionColumns)] = {BoolGetDatum(decision.allowed),
 	                                         Float8GetDatum(decision.remaining),
 	                                         Float8GetDatum(decision.retry_after),

@@ -275,11 +275,9 @@ PolicyLimit(const Policy &policy, text *name, text *key)
 core::Request
 PolicyRequest(const Policy &policy, double cost, double max_wait)
 {
-	core::Request request = core::Request::Plain(cost);
-	request.reserve = max_wait > 0.0;
+	core::Request request = core::Request::Within(cost, max_wait);
 	request.debt_capped = true;
 	request.max_reserved = policy.max_reserved;
-	request.max_wait = max_wait > 0.0 ? max_wait : request.max_wait;
 	return request;
 }
 

@@ -413,3 +413,22 @@ TEST(ShardRefillAfterProperty, TheShardsTogetherGainAWholeToken)
 }
 
 } /* namespace */
+
+/* Request::Within: 0 (or less) reserves nothing; a positive max_wait
+ * reserves within it; +inf reserves without a time cap.  No token cap. */
+TEST(MaxWait, WithinSetsReservationFromMaxWait)
+{
+	const Request none = Request::Within(3.0, 0.0);
+	EXPECT_FALSE(none.reserve);
+	EXPECT_EQ(none.cost, 3.0);
+	EXPECT_EQ(DebtCap(Limit{1.0, 5.0}, none), 0.0);
+
+	const Request timed = Request::Within(3.0, 2.5);
+	EXPECT_TRUE(timed.reserve);
+	EXPECT_FALSE(timed.debt_capped);
+	EXPECT_EQ(timed.max_wait, 2.5);
+
+	const Request untimed = Request::Within(3.0, kInf);
+	EXPECT_TRUE(untimed.reserve);
+	EXPECT_EQ(DebtCap(Limit{1.0, 5.0}, untimed), kInf);
+}
