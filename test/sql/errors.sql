@@ -69,11 +69,14 @@ RESET default_transaction_read_only;
 CREATE FUNCTION pg_temp.unsafe_take() RETURNS boolean
     LANGUAGE sql PARALLEL SAFE
     AS $$SELECT allowed FROM rate_limit_take('err', 'parallel', 1, 1, 5)$$;
-SET force_parallel_mode = on;
+-- force_parallel_mode up to PostgreSQL 15, debug_parallel_query from 16
+SELECT CASE WHEN current_setting('server_version_num')::int >= 160000
+            THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END AS parallel_setting \gset
+SET :parallel_setting = on;
 SET parallel_setup_cost = 0;
 SET max_parallel_workers_per_gather = 1;
 SELECT pg_temp.error_of($$SELECT pg_temp.unsafe_take()$$) ~ '^25000: cannot execute rate_limit_take\(\) during a parallel operation' AS refused;
-RESET force_parallel_mode;
+RESET :parallel_setting;
 RESET parallel_setup_cost;
 RESET max_parallel_workers_per_gather;
 

@@ -11,8 +11,9 @@ SET ratelimit.fixed_clock = 1000;
 \i test/sql/include/error_of.sql
 SELECT rate_limit_define('par', 1, '1 second', 5);
 -- force_parallel_mode up to PostgreSQL 15, debug_parallel_query from 16
-SELECT count(*) AS forced FROM pg_settings, LATERAL set_config(name, 'on', false)
- WHERE name IN ('force_parallel_mode', 'debug_parallel_query');
+SELECT CASE WHEN current_setting('server_version_num')::int >= 160000
+            THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END AS parallel_setting \gset
+SET :parallel_setting = on;
 
 SELECT allowed, remaining FROM rate_limit_take('par-x', 'k', 1, 1, 5);
 SELECT allowed, remaining FROM rate_limit_take('par', 'k');
@@ -54,6 +55,5 @@ SELECT pg_temp.parallel_safe($$SELECT (rate_limit_headers(rate_limit_check('par'
 ALTER FUNCTION pg_temp.parallel_safe(text) PARALLEL RESTRICTED;
 SELECT pg_temp.error_of($q$SELECT pg_temp.parallel_safe($$SELECT (rate_limit_take('par', 'k')).allowed$$)$q$);
 
-SELECT count(*) AS reset FROM pg_settings, LATERAL set_config(name, 'off', false)
- WHERE name IN ('force_parallel_mode', 'debug_parallel_query');
+RESET :parallel_setting;
 SELECT rate_limit_drop('par');
