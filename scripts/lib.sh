@@ -4,6 +4,7 @@
 #
 #   ensure_packages     install the Debian packages the project needs (root), or
 #                       print the command that would (not root) and exit 1
+#   rl_install_packages PKG...   the same for the packages named
 #   build_and_install   make, then make install into a private copy of the
 #                       PostgreSQL install tree (see rl_private_tree)
 #   rl_require_install  build_and_install unless the calling script already
@@ -21,6 +22,7 @@
 #   rl_pick_port        a port number no local server seems to use
 #   rl_log, rl_warn, rl_die MESSAGE
 #   rl_check COND MSG   count a failed check (an awk condition) of a cluster test
+#   rl_expect MSG CMD...  count a failed check (a command) of a cluster test
 #   rl_verdict NAME     print NAME: PASS or NAME: FAIL (and exit 1)
 #   rl_check_overload NAME RATE GRANTS   the lower admission bound under overload
 #
@@ -33,22 +35,49 @@
 # hooks run last registered first.
 
 RL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-RL_PG_MAJOR=15
-# The system's PostgreSQL, read only: copied, never installed into.
-RL_SYSTEM_PG_BINDIR=/usr/lib/postgresql/$RL_PG_MAJOR/bin
+# Where make runs: the checkout, or a copy of it (scripts/test --version).
+RL_BUILD_DIR=${RL_BUILD_DIR:-$RL_ROOT}
+# The PostgreSQL under test: Debian's 15 (the system's, read only: copied,
+# never installed into), or RL_PG_PREFIX, an install prefix that
+# scripts/build-postgres made (also copied, never installed into).
+RL_SYSTEM_PG_MAJOR=15
+RL_SYSTEM_PG_BINDIR=/usr/lib/postgresql/$RL_SYSTEM_PG_MAJOR/bin
+RL_PG_PREFIX=${RL_PG_PREFIX:-}
 
 # RL_PG_ROOT is the private copy of the PostgreSQL install tree that the
-# extension is installed into and every server is started from.  A script run
-# by scripts/test inherits it; otherwise build_and_install makes one.
-if [ -n "${RL_PG_ROOT:-}" ]; then
-    RL_PG_BINDIR=$RL_PG_ROOT/usr/lib/postgresql/$RL_PG_MAJOR/bin
+# extension is installed into and every server is started from, RL_PG_BINDIR
+# its programs.  A script run by scripts/test inherits both; otherwise
+# build_and_install makes the copy.
+if [ -n "${RL_PG_ROOT:-}" ] && [ -n "${RL_PG_BINDIR:-}" ]; then
+    export PG_CONFIG=$RL_PG_BINDIR/pg_config
+elif [ -n "$RL_PG_PREFIX" ]; then
+    RL_PG_ROOT=
+    RL_PG_BINDIR=$RL_PG_PREFIX/bin
     export PG_CONFIG=$RL_PG_BINDIR/pg_config
 else
+    RL_PG_ROOT=
     RL_PG_BINDIR=$RL_SYSTEM_PG_BINDIR
     export PG_CONFIG=$RL_SYSTEM_PG_BINDIR/pg_config
 fi
+# The major version of that PostgreSQL (for messages).
+RL_PG_MAJOR=$RL_SYSTEM_PG_MAJOR
+if [ -n "$RL_PG_PREFIX" ]; then
+    RL_PG_MAJOR=$(basename "$RL_PG_PREFIX")
+fi
 # initdb, pg_ctl, postgres, psql and pgbench of that tree come first.
 export PATH="$RL_PG_BINDIR:$PATH"
+
+# rl_use_postgres PREFIX: test the PostgreSQL installed in PREFIX (made by
+# scripts/build-postgres) instead of the system's; call before
+# build_and_install or rl_private_tree.
+rl_use_postgres() {
+    RL_PG_PREFIX=$1
+    RL_PG_MAJOR=$(basename "$1")
+    RL_PG_ROOT=
+    RL_PG_BINDIR=$RL_PG_PREFIX/bin
+    export PG_CONFIG=$RL_PG_BINDIR/pg_config
+    export PATH="$RL_PG_BINDIR:$PATH"
+}
 # Predictable messages and collation for the tools and the tests.
 export LC_ALL=C.UTF-8
 unset LANGUAGE
@@ -121,6 +150,17 @@ rl_check() {
     fi
 }
 
+# rl_expect MESSAGE COMMAND...: counts a failure (and prints MESSAGE)
+# unless COMMAND succeeds; COMMAND reads rl_expect's standard input.
+rl_expect() {
+    local message=$1
+    shift
+    if ! "$@"; then
+        printf 'FAILED: %s\n' "$message"
+        RL_FAILURES=$((RL_FAILURES + 1))
+    fi
+}
+
 # rl_check_overload NAME RATE GRANTS: under overload a limit is drained as
 # fast as it refills, so between the first and the last grant recorded in
 # table "grants" (column granted_at: a span the run measured, free of
@@ -148,51 +188,56 @@ rl_verdict() {
 # ---------------------------------------------------------------------------
 # Packages
 
+# rl_missing_packages PKG...: those of the Debian packages not installed.
 rl_missing_packages() {
     local p status
-    for p in "${RL_PACKAGES[@]}"; do
+    for p in "$@"; do
         status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
         [ "$status" = installed ] || printf '%s\n' "$p"
     done
 }
 
-ensure_packages() {
+# rl_install_packages PKG...: installs those of the Debian packages that are
+# missing (as root), or prints the command that would and exits 1.
+rl_install_packages() {
     command -v dpkg-query >/dev/null 2>&1 ||
         rl_die "dpkg-query not found: these scripts expect Debian 12 (bookworm)"
     local missing
-    mapfile -t missing < <(rl_missing_packages)
-    if [ ${#missing[@]} -gt 0 ]; then
-        if ! rl_is_root; then
-            printf 'error: missing Debian packages: %s\n' "${missing[*]}" >&2
-            printf 'Install them with:\n\n' >&2
-            printf '    sudo apt-get update && sudo apt-get install -y --no-install-recommends %s\n\n' \
-                "${missing[*]}" >&2
-            printf 'then run %s again.\n' "$0" >&2
-            exit 1
-        fi
-        rl_log "installing Debian packages: ${missing[*]}"
-        # Installing postgresql-15 would start Debian's own cluster on port
-        # 5432; these scripts start and stop their own clusters only.
-        if [ ! -e /usr/sbin/policy-rc.d ]; then
-            printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-            chmod 755 /usr/sbin/policy-rc.d
-            RL_POLICY_RC_CREATED=1
-        fi
-        apt-get update -q || rl_die "apt-get update failed"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-            -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
-            "${missing[@]}" || rl_die "apt-get install failed"
-        if [ -n "$RL_POLICY_RC_CREATED" ]; then
-            rm -f /usr/sbin/policy-rc.d
-            RL_POLICY_RC_CREATED=
-        fi
-        mapfile -t missing < <(rl_missing_packages)
-        [ ${#missing[@]} -eq 0 ] || rl_die "still missing after apt-get install: ${missing[*]}"
+    mapfile -t missing < <(rl_missing_packages "$@")
+    [ ${#missing[@]} -gt 0 ] || return 0
+    if ! rl_is_root; then
+        printf 'error: missing Debian packages: %s\n' "${missing[*]}" >&2
+        printf 'Install them with:\n\n' >&2
+        printf '    sudo apt-get update && sudo apt-get install -y --no-install-recommends %s\n\n' \
+            "${missing[*]}" >&2
+        printf 'then run %s again.\n' "$0" >&2
+        exit 1
     fi
+    rl_log "installing Debian packages: ${missing[*]}"
+    # Installing postgresql-15 would start Debian's own cluster on port
+    # 5432; these scripts start and stop their own clusters only.
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+        chmod 755 /usr/sbin/policy-rc.d
+        RL_POLICY_RC_CREATED=1
+    fi
+    apt-get update -q || rl_die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+        "${missing[@]}" || rl_die "apt-get install failed"
+    if [ -n "$RL_POLICY_RC_CREATED" ]; then
+        rm -f /usr/sbin/policy-rc.d
+        RL_POLICY_RC_CREATED=
+    fi
+    mapfile -t missing < <(rl_missing_packages "$@")
+    [ ${#missing[@]} -eq 0 ] || rl_die "still missing after apt-get install: ${missing[*]}"
+}
 
-    [ -x "$PG_CONFIG" ] || rl_die "$PG_CONFIG not found (package postgresql-server-dev-$RL_PG_MAJOR)"
-    local pgxs tool
-    pgxs=$(dirname "$("$PG_CONFIG" --pgxs)")/../..
+ensure_packages() {
+    rl_install_packages "${RL_PACKAGES[@]}"
+    local pg_config=$RL_SYSTEM_PG_BINDIR/pg_config pgxs tool
+    [ -x "$pg_config" ] || rl_die "$pg_config not found (package postgresql-server-dev-$RL_SYSTEM_PG_MAJOR)"
+    pgxs=$(dirname "$("$pg_config" --pgxs)")/../..
     for tool in "$RL_SYSTEM_PG_BINDIR/initdb" "$RL_SYSTEM_PG_BINDIR/pg_ctl" \
                 "$RL_SYSTEM_PG_BINDIR/postgres" "$RL_SYSTEM_PG_BINDIR/psql" \
                 "$RL_SYSTEM_PG_BINDIR/pgbench" "$pgxs/src/test/regress/pg_regress" \
@@ -204,41 +249,51 @@ ensure_packages() {
 # ---------------------------------------------------------------------------
 # Build
 
-# A private copy of the system's PostgreSQL install tree in a new temporary
-# directory: bin, lib and share copied (PostgreSQL finds its files relative to
-# its binaries), the headers and the libpq directory linked.  The extension is
-# installed there, so the system's tree is never written and two checkouts on
-# one machine never test each other's build.  Exports RL_PG_ROOT, PG_CONFIG
-# and PATH; the directory is removed when the script exits.
+# A private copy of the PostgreSQL install tree in a new temporary directory.
+# Of the system's: bin, lib and share copied (PostgreSQL finds its files
+# relative to its binaries), the headers and the libpq directory linked.  Of
+# RL_PG_PREFIX: the whole prefix.  The extension is installed there, so the
+# system's tree and the build cache are never written and two checkouts on
+# one machine never test each other's build.  Exports RL_PG_ROOT,
+# RL_PG_BINDIR, PG_CONFIG and PATH; the directory is removed when the script
+# exits.
 rl_private_tree() {
     local root sys_lib sys_share sys_libdir
-    sys_lib=/usr/lib/postgresql/$RL_PG_MAJOR
-    sys_share=/usr/share/postgresql/$RL_PG_MAJOR
-    sys_libdir=$("$RL_SYSTEM_PG_BINDIR/pg_config" --libdir)
     # /tmp and world-readable: the server runs as another user.
     root=$(mktemp -d /tmp/ratelimit-pgroot.XXXXXX)
     chmod 755 "$root"
     rl_at_exit "rm -rf '$root'"
-    mkdir -p "$root/usr/lib/postgresql" "$root/usr/share/postgresql" "$root$(dirname "$sys_libdir")"
-    cp -a "$sys_lib" "$root/usr/lib/postgresql/" &&
-        cp -a "$sys_share" "$root/usr/share/postgresql/" ||
-        rl_die "could not copy the PostgreSQL install tree into $root"
-    ln -s /usr/include "$root/usr/include"
-    ln -s "$sys_libdir" "$root$sys_libdir"
-    export RL_PG_ROOT=$root
-    RL_PG_BINDIR=$root/usr/lib/postgresql/$RL_PG_MAJOR/bin
+    if [ -n "$RL_PG_PREFIX" ]; then
+        cp -a "$RL_PG_PREFIX/." "$root/" ||
+            rl_die "could not copy the PostgreSQL install tree $RL_PG_PREFIX into $root"
+        RL_PG_BINDIR=$root/bin
+    else
+        sys_lib=/usr/lib/postgresql/$RL_SYSTEM_PG_MAJOR
+        sys_share=/usr/share/postgresql/$RL_SYSTEM_PG_MAJOR
+        sys_libdir=$("$RL_SYSTEM_PG_BINDIR/pg_config" --libdir)
+        mkdir -p "$root/usr/lib/postgresql" "$root/usr/share/postgresql" "$root$(dirname "$sys_libdir")"
+        cp -a "$sys_lib" "$root/usr/lib/postgresql/" &&
+            cp -a "$sys_share" "$root/usr/share/postgresql/" ||
+            rl_die "could not copy the PostgreSQL install tree into $root"
+        ln -s /usr/include "$root/usr/include"
+        ln -s "$sys_libdir" "$root$sys_libdir"
+        RL_PG_BINDIR=$root/usr/lib/postgresql/$RL_SYSTEM_PG_MAJOR/bin
+    fi
+    export RL_PG_ROOT=$root RL_PG_BINDIR
     export PG_CONFIG=$RL_PG_BINDIR/pg_config
     export PATH="$RL_PG_BINDIR:$PATH"
-    [ "$("$PG_CONFIG" --pkglibdir)" = "$root/usr/lib/postgresql/$RL_PG_MAJOR/lib" ] ||
-        rl_die "the copy of PostgreSQL in $root does not find its own files"
+    case $("$PG_CONFIG" --pkglibdir) in
+        "$root"/*) ;;
+        *) rl_die "the copy of PostgreSQL in $root does not find its own files" ;;
+    esac
 }
 
 build_and_install() {
     [ -n "${RL_PG_ROOT:-}" ] || rl_private_tree
     rl_log "building the extension"
-    make -C "$RL_ROOT" -s || rl_die "the build failed"
+    make -C "$RL_BUILD_DIR" -s || rl_die "the build failed"
     rl_log "installing the extension into the private PostgreSQL tree $RL_PG_ROOT"
-    make -C "$RL_ROOT" -s install || rl_die "make install failed"
+    make -C "$RL_BUILD_DIR" -s install || rl_die "make install failed"
 }
 
 rl_require_install() {
