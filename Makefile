@@ -89,6 +89,13 @@ isolationcheck:
 	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) \
 		--outputdir=$(ISOLATION_OUTPUT) $(ISOLATION)
 
+# --- the release archive, as uploaded to PGXN: the tracked files of DIST_REF ---
+DIST_REF ?= HEAD
+DIST_DIR ?= .
+dist:
+	git archive --format=tar.gz --prefix=$(EXTENSION)-$(EXTVERSION)/ \
+		-o $(DIST_DIR)/$(EXTENSION)-$(EXTVERSION).tar.gz $(DIST_REF)
+
 demo:
 	scripts/demo
 
@@ -100,4 +107,4 @@ test:
 
 EXTRA_CLEAN = $(UNIT_BIN) $(LOAD_BIN) output_iso
 
-.PHONY: unit load isolationcheck demo test bench
+.PHONY: unit load isolationcheck dist demo test bench
