@@ -40,7 +40,10 @@ DROP SCHEMA app;
 -- objects with ours.
 CREATE SCHEMA ratelimit;
 CREATE SCHEMA app;
+-- (From 18 the error also quotes the install script: the context is hidden.)
+\set SHOW_CONTEXT never
 CREATE EXTENSION ratelimit SCHEMA app;
+\set SHOW_CONTEXT errors
 SELECT count(*) AS extensions FROM pg_extension WHERE extname = 'ratelimit';
 SELECT count(*) AS objects FROM pg_depend WHERE refobjid = 'ratelimit'::regnamespace;
 DROP SCHEMA app;

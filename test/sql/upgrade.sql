@@ -173,6 +173,8 @@ UNION ALL
 SELECT 'constraint', co.conrelid::regclass || '.' || co.conname,
        concat_ws(' ', pg_get_constraintdef(co.oid), co.convalidated, 'comment ' || obj_description(co.oid, 'pg_constraint'))
   FROM relations AS r JOIN pg_constraint AS co ON co.conrelid = r.oid
+        -- NOT NULL is in the columns' rows; 18 also keeps it as a constraint.
+        AND co.contype <> 'n'
 UNION ALL
 SELECT 'index', i.indexrelid::regclass::text,
        concat_ws(' ', pg_get_indexdef(i.indexrelid), 'options ' || c.reloptions::text)
