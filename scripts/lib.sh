@@ -38,11 +38,14 @@ RL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Where make runs: the checkout, or a copy of it (scripts/test --version).
 RL_BUILD_DIR=${RL_BUILD_DIR:-$RL_ROOT}
 # The PostgreSQL under test: Debian's 15 (the system's, read only: copied,
-# never installed into), or RL_PG_PREFIX, an install prefix that
-# scripts/build-postgres made (also copied, never installed into).
+# never installed into), or one that scripts/build-postgres made
+# (rl_use_postgres; also copied, never installed into).
 RL_SYSTEM_PG_MAJOR=15
 RL_SYSTEM_PG_BINDIR=/usr/lib/postgresql/$RL_SYSTEM_PG_MAJOR/bin
-RL_PG_PREFIX=${RL_PG_PREFIX:-}
+RL_PG_PREFIX=
+# The major version under test, for messages ("18-cassert" for a build with
+# assertions).
+RL_PG_MAJOR=$RL_SYSTEM_PG_MAJOR
 
 # RL_PG_ROOT is the private copy of the PostgreSQL install tree that the
 # extension is installed into and every server is started from, RL_PG_BINDIR
@@ -50,19 +53,10 @@ RL_PG_PREFIX=${RL_PG_PREFIX:-}
 # build_and_install makes the copy.
 if [ -n "${RL_PG_ROOT:-}" ] && [ -n "${RL_PG_BINDIR:-}" ]; then
     export PG_CONFIG=$RL_PG_BINDIR/pg_config
-elif [ -n "$RL_PG_PREFIX" ]; then
-    RL_PG_ROOT=
-    RL_PG_BINDIR=$RL_PG_PREFIX/bin
-    export PG_CONFIG=$RL_PG_BINDIR/pg_config
 else
     RL_PG_ROOT=
     RL_PG_BINDIR=$RL_SYSTEM_PG_BINDIR
     export PG_CONFIG=$RL_SYSTEM_PG_BINDIR/pg_config
-fi
-# The major version of that PostgreSQL (for messages).
-RL_PG_MAJOR=$RL_SYSTEM_PG_MAJOR
-if [ -n "$RL_PG_PREFIX" ]; then
-    RL_PG_MAJOR=$(basename "$RL_PG_PREFIX")
 fi
 # initdb, pg_ctl, postgres, psql and pgbench of that tree come first.
 export PATH="$RL_PG_BINDIR:$PATH"
@@ -78,6 +72,7 @@ rl_use_postgres() {
     export PG_CONFIG=$RL_PG_BINDIR/pg_config
     export PATH="$RL_PG_BINDIR:$PATH"
 }
+
 # Predictable messages and collation for the tools and the tests.
 export LC_ALL=C.UTF-8
 unset LANGUAGE
