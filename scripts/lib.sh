@@ -259,7 +259,9 @@ rl_private_tree() {
     chmod 755 "$root"
     rl_at_exit "rm -rf '$root'"
     if [ -n "$RL_PG_PREFIX" ]; then
-        cp -a "$RL_PG_PREFIX/." "$root/" ||
+        # Shared: scripts/build-postgres replaces a tree only under this
+        # lock, held exclusively.
+        flock -s "$RL_PG_PREFIX.lock" cp -a "$RL_PG_PREFIX/." "$root/" ||
             rl_die "could not copy the PostgreSQL install tree $RL_PG_PREFIX into $root"
         RL_PG_BINDIR=$root/bin
     else

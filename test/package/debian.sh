@@ -46,6 +46,13 @@ echo "Depends: $depends"
 rl_expect "the package does not depend on postgresql-$major" \
     grep -qE "(^|, )postgresql-$major( |,|$)" <<<"$depends"
 
+# Installable here: apt resolves its dependencies (a simulation: nothing is
+# installed into the system).
+simulate() {
+    apt-get install --simulate -q "$deb" >"$work/simulate.log" 2>&1 || { cat "$work/simulate.log"; return 1; }
+}
+rl_expect "apt-get cannot install the package's dependencies" simulate
+
 dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's|^\./|/|' | grep -v '/$' >"$work/files"
 pkglib=/usr/lib/postgresql/$major/lib
 extdir=/usr/share/postgresql/$major/extension

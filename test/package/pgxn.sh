@@ -82,7 +82,10 @@ if (ref $p ne 'HASH' || !%$p) {
 ($meta->{version} // '') eq $control_version
     or err("version is '" . ($meta->{version} // '') . "', ratelimit.control says '$control_version'");
 my $ms = $meta->{'meta-spec'};
-(ref $ms eq 'HASH' && ($ms->{version} // '') =~ $semver) or err("meta-spec: an object with a version");
+(ref $ms eq 'HASH' && ($ms->{version} // '') =~ /^1\.0\.\d+$/) or err("meta-spec: an object with version 1.0.x");
+for my $key (qw(resources no_index)) {
+    !exists $meta->{$key} || ref $meta->{$key} eq 'HASH' or err("$key: an object");
+}
 if (exists $meta->{prereqs}) {
     my $pr = $meta->{prereqs};
     if (ref $pr ne 'HASH') { err("prereqs: an object") }
