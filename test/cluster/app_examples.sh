@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# The application examples (examples/node, examples/python), each started
+# against a database of its own on the throwaway cluster and driven over real
+# HTTP on 127.0.0.1:
+#
+#   - GET /api: 200s while the burst lasts, with the RateLimit-Policy and
+#     RateLimit values the decision gives, then 429 with Retry-After;
+#   - behind a trusted proxy, IPv6 clients are limited by /64;
+#   - POST /orders: a failed order rolls its take back (the client keeps the
+#     token), a good one is counted, the limit holds, and exactly the good
+#     orders are stored;
+#   - the database unreachable: 503 by default, 200 unlimited when told to
+#     fail open.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+
+rl_require_install
+# Debian's python3 (/usr/bin/python3), the one python3-psycopg is for.
+rl_install_packages python3 python3-psycopg curl
+command -v node >/dev/null && command -v npm >/dev/null || rl_install_packages nodejs npm
+
+work=$(mktemp -d /tmp/ratelimit-apps.XXXXXX)
+rl_at_exit "rm -rf '$work'"
+
+# node-postgres, at the version package-lock.json pins, outside the checkout.
+cp examples/node/package.json examples/node/package-lock.json "$work/"
+if ! (cd "$work" && npm ci --no-audit --no-fund --loglevel=error) >"$work/npm.log" 2>&1; then
+    cat "$work/npm.log"
+    rl_die "npm ci failed"
+fi
+export NODE_PATH=$work/node_modules
+
+cluster_start
+
+APP_PID=
+stop_app() {
+    if [ -n "$APP_PID" ]; then
+        kill "$APP_PID" 2>/dev/null || true
+        wait "$APP_PID" 2>/dev/null || true
+        APP_PID=
+    fi
+}
+rl_at_exit stop_app
+
+# start_app LANGUAGE [VAR=VALUE...]: the example in the background, on a free
+# port; waits until it answers.
+start_app() {
+    local language=$1 tries=0
+    shift
+    APP_PORT=$(rl_pick_port)
+    case $language in
+        node) env "$@" HOST=127.0.0.1 PORT="$APP_PORT" node examples/node/server.js \
+                  >"$work/$language.log" 2>&1 & ;;
+        python) env "$@" HOST=127.0.0.1 PORT="$APP_PORT" /usr/bin/python3 examples/python/server.py \
+                  >"$work/$language.log" 2>&1 & ;;
+    esac
+    APP_PID=$!
+    until curl -s -o /dev/null "http://127.0.0.1:$APP_PORT/"; do
+        tries=$((tries + 1))
+        if [ "$tries" -gt 100 ] || ! kill -0 "$APP_PID" 2>/dev/null; then
+            cat "$work/$language.log"
+            rl_die "the $language example did not start"
+        fi
+        sleep 0.1
+    done
+}
+
+# request METHOD PATH [CURL ARGS...]: prints "STATUS|RateLimit-Policy|RateLimit|Retry-After".
+request() {
+    local method=$1 path=$2
+    shift 2
+    curl -s -o /dev/null -D "$work/headers" -X "$method" "$@" "http://127.0.0.1:$APP_PORT$path" >/dev/null
+    awk -F': ' '
+        NR == 1 { split($0, s, " "); status = s[2] }
+        { sub(/\r$/, "", $2); h[tolower($1)] = $2 }
+        END { printf "%s|%s|%s|%s\n", status, h["ratelimit-policy"], h["ratelimit"], h["retry-after"] }
+    ' "$work/headers"
+}
+
+# expect WHAT GOT WANTED (an extended regular expression, whole).
+expect() {
+    printf '%-58s %s\n' "$1" "$2"
+    rl_expect "$1: got '$2', expected /$3/" grep -qxE -- "$3" <<<"$2"
+}
+
+for language in node python; do
+    echo "== examples/$language"
+    db=app_$language
+    psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE $db"
+    psql -X -q -v ON_ERROR_STOP=1 -d "$db" -c "CREATE EXTENSION ratelimit" -f examples/setup.sql >/dev/null
+
+    start_app "$language" PGDATABASE="$db" TRUST_PROXY=1
+    # "api": 5 a minute, burst 3.  r is what remains; t the seconds until more.
+    expect "$language: 1st GET /api" "$(request GET /api)" '200\|"api";q=5;w=60\|"api";r=2;t=12\|'
+    expect "$language: 2nd GET /api" "$(request GET /api)" '200\|"api";q=5;w=60\|"api";r=1;t=12\|'
+    expect "$language: 3rd GET /api" "$(request GET /api)" '200\|"api";q=5;w=60\|"api";r=0;t=12\|'
+    expect "$language: 4th GET /api: denied" "$(request GET /api)" '429\|"api";q=5;w=60\|"api";r=0;t=[0-9]+\|(1[0-2]|[1-9])'
+
+    # Behind a trusted proxy: one bucket per IPv6 /64.
+    xff() { request GET /api -H "X-Forwarded-For: 203.0.113.7, $1"; }
+    expect "$language: 2001:db8:1:2::1" "$(xff 2001:db8:1:2::1)" '200\|.*\|"api";r=2;t=[0-9]+\|'
+    expect "$language: 2001:db8:1:2::ffff, same /64" "$(xff 2001:db8:1:2::ffff)" '200\|.*\|"api";r=1;t=[0-9]+\|'
+    expect "$language: 2001:db8:1:3::1, another /64" "$(xff 2001:db8:1:3::1)" '200\|.*\|"api";r=2;t=[0-9]+\|'
+
+    # "orders": 2 a minute, burst 2, taken inside the order's transaction.
+    for i in 1 2 3; do
+        expect "$language: order $i without an item: refused, take rolled back" \
+            "$(request POST /orders)" '400\|\|\|'
+    done
+    expect "$language: order with an item" "$(request POST '/orders?item=book')" '201\|"orders";q=2;w=60\|"orders";r=1;t=30\|'
+    expect "$language: second order" "$(request POST '/orders?item=pen')" '201\|"orders";q=2;w=60\|"orders";r=0;t=[0-9]+\|'
+    expect "$language: third order: denied" "$(request POST '/orders?item=ink')" '429\|"orders";q=2;w=60\|"orders";r=0;t=[0-9]+\|(30|2[0-9])'
+    stored=$(psql -X -A -t -d "$db" -c "SELECT string_agg(item, ',' ORDER BY id) FROM orders")
+    expect "$language: orders stored" "$stored" 'book,pen'
+    stop_app
+
+    # The database unreachable (a port nothing listens on).
+    dead_port=$(rl_pick_port)
+    start_app "$language" PGDATABASE="$db" PGPORT="$dead_port"
+    expect "$language: unreachable, failing closed" "$(request GET /api)" '503\|\|\|5'
+    stop_app
+    start_app "$language" PGDATABASE="$db" PGPORT="$dead_port" RATELIMIT_FAIL=open
+    expect "$language: unreachable, failing open" "$(request GET /api)" '200\|\|\|'
+    stop_app
+done
+
+rl_verdict app_examples
