@@ -302,6 +302,21 @@ END
 $$;
 DROP TABLE pg_temp.define_grants;
 
+-- The policies, for whoever manages limits: rows show to the roles that may
+-- execute rate_limit_define (and to superusers), no rows to anyone else.
+-- security_barrier: no function in a caller's WHERE clause runs before the
+-- privilege check and sees rows it should not.
+CREATE VIEW @extschema@.rate_limit_policies WITH (security_barrier) AS
+SELECT p.name, p.rate, p.per, p.burst, p.initial, p.jitter, p.fixed_window, p.window_start,
+       p.floor_rate, p.shards, p.max_reserved, p.tokens_per_second
+  FROM ratelimit.policies AS p
+ WHERE pg_catalog.has_function_privilege(
+           '@extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8)'::pg_catalog.regprocedure,
+           'EXECUTE');
+COMMENT ON VIEW @extschema@.rate_limit_policies IS
+    'the stored policies, shown to roles that may execute rate_limit_define';
+GRANT SELECT ON @extschema@.rate_limit_policies TO PUBLIC;
+
 -- HTTP header values (draft-ietf-httpapi-ratelimit-headers-11) from a
 -- decision alone: the policy as a whole quota q per window w in seconds, the
 -- state as whole units remaining r and seconds t until more quota arrives,

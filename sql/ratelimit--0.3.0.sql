@@ -366,6 +366,21 @@ $$;
 COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8) IS
     'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent; shards splits each key over that many rows for hot keys; a key may owe up to max_reserved tokens after a reservation; returns the stored policy';
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8) FROM PUBLIC;
+
+-- The policies, for whoever manages limits: rows show to the roles that may
+-- execute rate_limit_define (and to superusers), no rows to anyone else.
+-- security_barrier: no function in a caller's WHERE clause runs before the
+-- privilege check and sees rows it should not.
+CREATE VIEW @extschema@.rate_limit_policies WITH (security_barrier) AS
+SELECT p.name, p.rate, p.per, p.burst, p.initial, p.jitter, p.fixed_window, p.window_start,
+       p.floor_rate, p.shards, p.max_reserved, p.tokens_per_second
+  FROM ratelimit.policies AS p
+ WHERE pg_catalog.has_function_privilege(
+           '@extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8)'::pg_catalog.regprocedure,
+           'EXECUTE');
+COMMENT ON VIEW @extschema@.rate_limit_policies IS
+    'the stored policies, shown to roles that may execute rate_limit_define';
+GRANT SELECT ON @extschema@.rate_limit_policies TO PUBLIC;
 CREATE FUNCTION @extschema@.rate_limit_drop(name text)
 RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER

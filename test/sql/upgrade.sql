@@ -176,6 +176,9 @@ SELECT 'constraint', co.conrelid::regclass || '.' || co.conname,
         -- NOT NULL is in the columns' rows; 18 also keeps it as a constraint.
         AND co.contype <> 'n'
 UNION ALL
+SELECT 'view', c.oid::regclass::text, pg_get_viewdef(c.oid)
+  FROM relations AS r JOIN pg_class AS c ON c.oid = r.oid AND c.relkind = 'v'
+UNION ALL
 SELECT 'index', i.indexrelid::regclass::text,
        concat_ws(' ', pg_get_indexdef(i.indexrelid), 'options ' || c.reloptions::text)
   FROM relations AS r JOIN pg_index AS i ON i.indrelid = r.oid JOIN pg_class AS c ON c.oid = i.indexrelid
