@@ -7,20 +7,22 @@
                          take back with it
 
 Settings (environment): PGHOST, PGPORT, PGDATABASE, PGUSER as for psql;
-HOST and PORT to listen on (127.0.0.1:8000); TRUST_PROXY=1 when a proxy in
-front appends the client's address to X-Forwarded-For; RATELIMIT_FAIL=open
-to serve requests unlimited while the database cannot be reached (default:
-closed, 503).  The database side is examples/setup.sql.
+HOST and PORT to listen on (127.0.0.1:8000; PORT=0 picks a free one);
+TRUST_PROXY=ADDRESS, the address of a proxy in front that appends the
+client's address to X-Forwarded-For (the header is ignored from any other
+peer); RATELIMIT_FAIL=open to serve requests unlimited while no connection
+to the database can be made (default: closed, 503).  The database side is
+examples/setup.sql.
 """
 
 import os
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
 
-TRUST_PROXY = os.environ.get("TRUST_PROXY") == "1"
+TRUST_PROXY = os.environ.get("TRUST_PROXY", "")
 FAIL_OPEN = os.environ.get("RATELIMIT_FAIL") == "open"
 
 # One round trip: the take, and the values of the RateLimit-Policy,
@@ -30,31 +32,39 @@ TAKE = """
       FROM rate_limit_take(%s, client_key(%s)) AS d, LATERAL rate_limit_headers(d) AS h
 """
 
-_local = threading.local()
+# At most 10 connections, whatever the number of requests; a statement that
+# takes longer than 5 s fails rather than holding a request.
+POOL = ConnectionPool(
+    min_size=1, max_size=10, timeout=3, open=False,
+    kwargs={"autocommit": True, "connect_timeout": 3,
+            "options": "-c statement_timeout=5s", "keepalives_idle": 10})
 
 
 def unreachable(err):
-    """An error that says the database cannot be reached, rather than one of
-    its answers: no connection, or a connection lost or shut down."""
-    return err.sqlstate is None or err.sqlstate.startswith(("08", "57P0"))
-
-
-def connection():
-    """The thread's connection, opened on first use and after a failure."""
-    conn = getattr(_local, "conn", None)
-    if conn is None or conn.closed or conn.broken:
-        conn = psycopg.connect(autocommit=True, connect_timeout=3)
-        _local.conn = conn
-    return conn
+    """An error that says no connection to the database can be made or kept,
+    rather than one of its answers (or a pool that is merely busy)."""
+    if isinstance(err, PoolTimeout):
+        # Busy, or no connection can be made: one attempt of our own tells.
+        try:
+            psycopg.connect(connect_timeout=3).close()
+            return False
+        except psycopg.OperationalError:
+            return True
+    return isinstance(err, psycopg.OperationalError) and (
+        err.sqlstate is None or err.sqlstate.startswith(("08", "57P0")))
 
 
 class Handler(BaseHTTPRequestHandler):
     def client_address_text(self):
-        if TRUST_PROXY:
-            hops = [h.strip() for h in self.headers.get("X-Forwarded-For", "").split(",") if h.strip()]
+        peer = self.client_address[0]
+        if TRUST_PROXY and peer == TRUST_PROXY:
+            # Every X-Forwarded-For line, in order: the last entry is the one
+            # the proxy appended, the address it saw.
+            forwarded = ",".join(self.headers.get_all("X-Forwarded-For", []))
+            hops = [h.strip() for h in forwarded.split(",") if h.strip()]
             if hops:
-                return hops[-1]  # the address the proxy saw
-        return self.client_address[0]
+                return hops[-1]
+        return peer
 
     def reply(self, status, body, headers=()):
         self.send_response(status)
@@ -65,8 +75,11 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body.encode())
 
     @staticmethod
-    def limit_headers(row):
-        return [("RateLimit-Policy", row[1]), ("RateLimit", row[2])]
+    def limit_headers(row, denied=False):
+        headers = [("RateLimit-Policy", row[1]), ("RateLimit", row[2])]
+        if denied and row[3] is not None:  # NULL: no wait would do
+            headers.append(("Retry-After", row[3]))
+        return headers
 
     def unavailable(self):
         """The database cannot be reached: fail open or closed."""
@@ -79,16 +92,16 @@ class Handler(BaseHTTPRequestHandler):
         if urlsplit(self.path).path != "/api":
             return self.reply(404, "not found\n")
         try:
-            row = connection().execute(TAKE, ("api", self.client_address_text())).fetchone()
-        except psycopg.Error as err:
+            with POOL.connection() as conn:
+                row = conn.execute(TAKE, ("api", self.client_address_text())).fetchone()
+        except (psycopg.Error, PoolTimeout) as err:
             if not unreachable(err):
                 raise
             if self.unavailable():
                 self.reply(200, "hello (unlimited: the limiter is unavailable)\n")
             return
         if not row[0]:
-            return self.reply(429, "too many requests\n",
-                              self.limit_headers(row) + [("Retry-After", row[3])])
+            return self.reply(429, "too many requests\n", self.limit_headers(row, denied=True))
         self.reply(200, "hello\n", self.limit_headers(row))
 
     def do_POST(self):
@@ -98,21 +111,19 @@ class Handler(BaseHTTPRequestHandler):
         item = parse_qs(url.query).get("item", [""])[0]
         client = self.client_address_text()
         try:
-            conn = connection()
             # The take belongs to the order's transaction: an order that
             # fails rolls its take back, and the client keeps the token.
-            with conn.transaction():
+            with POOL.connection() as conn, conn.transaction():
                 row = conn.execute(TAKE, ("orders", client)).fetchone()
                 if not row[0]:
                     raise Denied(row)
                 conn.execute("INSERT INTO orders (client, item) VALUES (client_key(%s), %s)",
                              (client, item))
         except Denied as denied:
-            return self.reply(429, "too many orders\n",
-                              self.limit_headers(denied.row) + [("Retry-After", denied.row[3])])
+            return self.reply(429, "too many orders\n", self.limit_headers(denied.row, denied=True))
         except psycopg.errors.CheckViolation:
             return self.reply(400, "an order needs an item\n")
-        except psycopg.Error as err:
+        except (psycopg.Error, PoolTimeout) as err:
             if not unreachable(err):
                 raise
             if self.unavailable():
@@ -123,7 +134,7 @@ class Handler(BaseHTTPRequestHandler):
     def handle_one_request(self):
         try:
             super().handle_one_request()
-        except psycopg.Error as err:  # a bug to surface, not a reason to serve
+        except (psycopg.Error, PoolTimeout) as err:  # a bug to surface, not a reason to serve
             self.log_error("%s", err)
             self.reply(500, "internal error\n")
 
@@ -140,7 +151,9 @@ class Denied(Exception):
 
 
 if __name__ == "__main__":
-    address = (os.environ.get("HOST", "127.0.0.1"), int(os.environ.get("PORT", "8000")))
-    server = ThreadingHTTPServer(address, Handler)
-    print(f"listening on http://{address[0]}:{address[1]}", flush=True)
+    POOL.open(wait=False)
+    server = ThreadingHTTPServer((os.environ.get("HOST", "127.0.0.1"), int(os.environ.get("PORT", "8000"))),
+                                 Handler)
+    host, port = server.server_address[:2]
+    print(f"listening on http://{host}:{port}", flush=True)
     server.serve_forever()

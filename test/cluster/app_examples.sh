@@ -5,7 +5,8 @@
 #
 #   - GET /api: 200s while the burst lasts, with the RateLimit-Policy and
 #     RateLimit values the decision gives, then 429 with Retry-After;
-#   - behind a trusted proxy, IPv6 clients are limited by /64;
+#   - X-Forwarded-For counts only from the trusted proxy, its last entry
+#     across every line of the header; IPv6 clients are limited by /64;
 #   - POST /orders: a failed order rolls its take back (the client keeps the
 #     token), a good one is counted, the limit holds, and exactly the good
 #     orders are stored;
@@ -18,7 +19,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 rl_require_install
 # Debian's python3 (/usr/bin/python3), the one python3-psycopg is for.
-rl_install_packages python3 python3-psycopg curl
+rl_install_packages python3 python3-psycopg python3-psycopg-pool curl
 command -v node >/dev/null && command -v npm >/dev/null || rl_install_packages nodejs npm
 
 work=$(mktemp -d /tmp/ratelimit-apps.XXXXXX)
@@ -44,26 +45,27 @@ stop_app() {
 }
 rl_at_exit stop_app
 
-# start_app LANGUAGE [VAR=VALUE...]: the example in the background, on a free
-# port; waits until it answers.
+# start_app LANGUAGE [VAR=VALUE...]: the example in the background, on a port
+# the system picks (it prints it); waits until it listens.
 start_app() {
     local language=$1 tries=0
     shift
-    APP_PORT=$(rl_pick_port)
     case $language in
-        node) env "$@" HOST=127.0.0.1 PORT="$APP_PORT" node examples/node/server.js \
+        node) env "$@" HOST=127.0.0.1 PORT=0 node examples/node/server.js \
                   >"$work/$language.log" 2>&1 & ;;
-        python) env "$@" HOST=127.0.0.1 PORT="$APP_PORT" /usr/bin/python3 examples/python/server.py \
+        python) env "$@" HOST=127.0.0.1 PORT=0 /usr/bin/python3 examples/python/server.py \
                   >"$work/$language.log" 2>&1 & ;;
     esac
     APP_PID=$!
-    until curl -s -o /dev/null "http://127.0.0.1:$APP_PORT/"; do
+    APP_PORT=
+    until [ -n "$APP_PORT" ]; do
+        APP_PORT=$(sed -n 's|^listening on http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$work/$language.log")
         tries=$((tries + 1))
         if [ "$tries" -gt 100 ] || ! kill -0 "$APP_PID" 2>/dev/null; then
             cat "$work/$language.log"
             rl_die "the $language example did not start"
         fi
-        sleep 0.1
+        [ -n "$APP_PORT" ] || sleep 0.1
     done
 }
 
@@ -71,7 +73,9 @@ start_app() {
 request() {
     local method=$1 path=$2
     shift 2
-    curl -s -o /dev/null -D "$work/headers" -X "$method" "$@" "http://127.0.0.1:$APP_PORT$path" >/dev/null
+    : >"$work/headers"
+    curl -s --max-time 20 -o /dev/null -D "$work/headers" -X "$method" "$@" \
+        "http://127.0.0.1:$APP_PORT$path" >/dev/null || true
     awk -F': ' '
         NR == 1 { split($0, s, " "); status = s[2] }
         { sub(/\r$/, "", $2); h[tolower($1)] = $2 }
@@ -91,18 +95,27 @@ for language in node python; do
     psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE $db"
     psql -X -q -v ON_ERROR_STOP=1 -d "$db" -c "CREATE EXTENSION ratelimit" -f examples/setup.sql >/dev/null
 
-    start_app "$language" PGDATABASE="$db" TRUST_PROXY=1
+    start_app "$language" PGDATABASE="$db"
     # "api": 5 a minute, burst 3.  r is what remains; t the seconds until more.
     expect "$language: 1st GET /api" "$(request GET /api)" '200\|"api";q=5;w=60\|"api";r=2;t=12\|'
     expect "$language: 2nd GET /api" "$(request GET /api)" '200\|"api";q=5;w=60\|"api";r=1;t=12\|'
     expect "$language: 3rd GET /api" "$(request GET /api)" '200\|"api";q=5;w=60\|"api";r=0;t=12\|'
     expect "$language: 4th GET /api: denied" "$(request GET /api)" '429\|"api";q=5;w=60\|"api";r=0;t=[0-9]+\|(1[0-2]|[1-9])'
 
-    # Behind a trusted proxy: one bucket per IPv6 /64.
+    # With no proxy trusted, X-Forwarded-For changes nothing: still denied.
+    expect "$language: X-Forwarded-For from an untrusted peer" \
+        "$(request GET /api -H "X-Forwarded-For: 2001:db8:9::1")" '429\|.*\|"api";r=0;t=[0-9]+\|.*'
+    stop_app
+
+    # Behind a trusted proxy: its last entry counts, one bucket per IPv6 /64.
+    start_app "$language" PGDATABASE="$db" TRUST_PROXY=127.0.0.1
     xff() { request GET /api -H "X-Forwarded-For: 203.0.113.7, $1"; }
     expect "$language: 2001:db8:1:2::1" "$(xff 2001:db8:1:2::1)" '200\|.*\|"api";r=2;t=[0-9]+\|'
     expect "$language: 2001:db8:1:2::ffff, same /64" "$(xff 2001:db8:1:2::ffff)" '200\|.*\|"api";r=1;t=[0-9]+\|'
     expect "$language: 2001:db8:1:3::1, another /64" "$(xff 2001:db8:1:3::1)" '200\|.*\|"api";r=2;t=[0-9]+\|'
+    expect "$language: two X-Forwarded-For lines: the last entry" \
+        "$(request GET /api -H "X-Forwarded-For: 2001:db8:1:3::9" -H "X-Forwarded-For: 2001:db8:1:4::1")" \
+        '200\|.*\|"api";r=2;t=[0-9]+\|'
 
     # "orders": 2 a minute, burst 2, taken inside the order's transaction.
     for i in 1 2 3; do
