@@ -244,6 +244,18 @@ ensure_packages() {
 # ---------------------------------------------------------------------------
 # Build
 
+# The extension's version: ratelimit.control's default_version.
+rl_version() { sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$RL_ROOT/ratelimit.control"; }
+
+# rl_dist DIR: the release archive ("make dist") of the working tree's
+# tracked files as they are now, committed or not, into DIR; prints its path.
+rl_dist() {
+    local ref
+    ref=$(git -C "$RL_ROOT" stash create 2>/dev/null || true)
+    make -s -C "$RL_ROOT" dist DIST_REF="${ref:-HEAD}" DIST_DIR="$1" >/dev/null &&
+        printf '%s/ratelimit-%s.tar.gz\n' "$1" "$(rl_version)"
+}
+
 # A private copy of the PostgreSQL install tree in a new temporary directory.
 # Of the system's: bin, lib and share copied (PostgreSQL finds its files
 # relative to its binaries), the headers and the libpq directory linked.  Of

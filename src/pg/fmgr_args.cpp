@@ -211,6 +211,23 @@ PerPeriodLimit(FunctionCallInfo fcinfo, int first, LimitLabel *label)
 	return limit;
 }
 
+/* The limit of an explicit call from argument 3 on: rate per second and
+ * burst (the 0.1.0 forms), or rate, per and burst; its label into *label.
+ * Returns the form, for the messages of CheckRequest. */
+CallForm
+ExplicitLimit(FunctionCallInfo fcinfo, bool per_second, text *name, core::Limit *limit,
+              LimitLabel *label)
+{
+	if (per_second) {
+		*limit = core::Limit{PG_GETARG_FLOAT8(3), PG_GETARG_FLOAT8(4)};
+		*label = PerSecondLabel(name, limit->rate);
+		return CallForm::kPerSecond;
+	}
+	label->name = name;
+	*limit = PerPeriodLimit(fcinfo, 3, label);
+	return CallForm::kPerPeriod;
+}
+
 } /* namespace */
 
 LimitLabel
@@ -233,17 +250,12 @@ DecodeBucketCall(FunctionCallInfo fcinfo, const Signature &signature)
 	DecodeNameAndKey(fcinfo, signature, &call.name, &call.key);
 	RefuseGovernedName(call.name, signature);
 	const double cost = PG_GETARG_FLOAT8(2);
-	CallForm form;
-	if (signature.args == kBucketArgs) {
-		form = CallForm::kPerSecond;
-		call.limit = core::Limit{PG_GETARG_FLOAT8(3), PG_GETARG_FLOAT8(4)};
-		call.label = PerSecondLabel(call.name, call.limit.rate);
+	const bool per_second = signature.args == kBucketArgs;
+	const CallForm form = ExplicitLimit(fcinfo, per_second, call.name, &call.limit, &call.label);
+	if (per_second) {
 		call.request = core::Request::Plain(cost);
 		call.request.reserve = PG_GETARG_BOOL(5);
 	} else {
-		form = CallForm::kPerPeriod;
-		call.label.name = call.name;
-		call.limit = PerPeriodLimit(fcinfo, 3, &call.label);
 		call.request = core::Request::Within(cost, MaxWaitArg(fcinfo, 6));
 	}
 	call.request.debt_capped = !PG_ARGISNULL(signature.count - 1);
@@ -261,16 +273,8 @@ DecodeRefundCall(FunctionCallInfo fcinfo, const Signature &signature)
 	DecodeNameAndKey(fcinfo, signature, &call.name, &call.key);
 	call.amount = PG_GETARG_FLOAT8(2);
 	RefuseGovernedName(call.name, signature);
-	CallForm form;
-	if (signature.args == kRefundArgs) {
-		form = CallForm::kPerSecond;
-		call.limit = core::Limit{PG_GETARG_FLOAT8(3), PG_GETARG_FLOAT8(4)};
-		call.label = PerSecondLabel(call.name, call.limit.rate);
-	} else {
-		form = CallForm::kPerPeriod;
-		call.label.name = call.name;
-		call.limit = PerPeriodLimit(fcinfo, 3, &call.label);
-	}
+	const CallForm form =
+	    ExplicitLimit(fcinfo, signature.args == kRefundArgs, call.name, &call.limit, &call.label);
 	CheckRequest(call.limit, core::Request::Plain(0.0), form);
 	CheckAmount(call.amount);
 	return call;

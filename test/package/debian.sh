@@ -16,16 +16,14 @@ rl_install_packages debhelper dpkg-dev postgresql-server-dev-all
 
 work=$(mktemp -d /tmp/ratelimit-deb.XXXXXX)
 rl_at_exit "rm -rf '$work'"
-version=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" ratelimit.control)
+version=$(rl_version)
 major=$RL_SYSTEM_PG_MAJOR
 package=postgresql-$major-ratelimit
 
 # --- build the package from the release archive -----------------------------
 
-# The archive of the working tree: the tracked files as they are now.
-ref=$(git stash create 2>/dev/null || true)
-make -s dist DIST_REF="${ref:-HEAD}" DIST_DIR="$work" >/dev/null
-tar -C "$work" -xzf "$work/ratelimit-$version.tar.gz"
+archive=$(rl_dist "$work") || rl_die "make dist failed"
+tar -C "$work" -xzf "$archive"
 rl_log "dpkg-buildpackage -b in $work/ratelimit-$version"
 if ! (cd "$work/ratelimit-$version" && dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1; then
     tail -n 40 "$work/build.log"

@@ -12,7 +12,7 @@ rl_at_exit "rm -rf '$work'"
 
 # --- META.json against the spec ---------------------------------------------
 
-version=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" ratelimit.control)
+version=$(rl_version)
 if perl - META.json "$version" <<'PERL'; then
 use strict;
 use warnings;
@@ -124,11 +124,8 @@ fi
 
 # --- the archive --------------------------------------------------------------
 
-# Of the working tree: the tracked files as they are now, committed or not.
-ref=$(git stash create 2>/dev/null || true)
-make -s dist DIST_REF="${ref:-HEAD}" DIST_DIR="$work" >/dev/null
-archive=$work/ratelimit-$version.tar.gz
-if [ -f "$archive" ]; then
+archive=$(rl_dist "$work" || true)
+if [ -n "$archive" ] && [ -f "$archive" ]; then
     tar -tzf "$archive" >"$work/contents"
     for f in META.json LICENSE README.md Makefile ratelimit.control "sql/ratelimit--$version.sql" \
              $(cd sql && printf 'sql/%s\n' ratelimit--*.sql); do
@@ -139,7 +136,7 @@ if [ -f "$archive" ]; then
         "the archive holds files outside ratelimit-$version/"
     echo "$(wc -l <"$work/contents") entries in $(basename "$archive")"
 else
-    rl_check "0" "make dist made no $archive"
+    rl_check "0" "make dist made no archive"
 fi
 
 rl_verdict pgxn
