@@ -14,6 +14,7 @@ OBJS = \
 	src/pg/errors.o \
 	src/pg/fmgr_args.o \
 	src/pg/functions.o \
+	src/pg/maintenance.o \
 	src/pg/module.o \
 	src/pg/policies.o \
 	src/pg/sharding.o \

@@ -16,6 +16,17 @@ ALTER TABLE ratelimit.policies
         CHECK (max_reserved OPERATOR(pg_catalog.>=) '0'::float8
                AND max_reserved OPERATOR(pg_catalog.<) 'Infinity'::float8);
 
+-- When each bucket is full again under the limit it was last written with,
+-- so that rate_limit_purge() can tell which rows it may forget, for explicit
+-- limits too.  Rows written before 0.3.0 do not say: 'infinity' until their
+-- next write (the rows of a policy are judged by the policy).  Not indexed,
+-- so that every write stays a HOT update.
+ALTER TABLE ratelimit.buckets
+    ADD COLUMN full_at timestamptz NOT NULL DEFAULT 'infinity'::timestamptz;
+ALTER TABLE ratelimit.buckets ALTER COLUMN full_at DROP DEFAULT;
+COMMENT ON COLUMN ratelimit.buckets.full_at IS
+    'when the bucket is full again under the limit it was last written with (infinity: never, or not known); rate_limit_purge() forgets it from then on';
+
 -- What the headers need: the limit's name, its quota per period, and when
 -- more quota arrives.
 ALTER TYPE @extschema@.rate_limit_decision
@@ -460,3 +471,18 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.rate_limit_headers(@extschema@.rate_limit_all_decision) IS
     'values of the RateLimit-Policy and RateLimit HTTP headers (one item per limit, in the order given) and of Retry-After (draft-ietf-httpapi-ratelimit-headers-11) for a decision of rate_limit_take_all()';
+
+-- Cleanup: forgets the buckets whose deletion changes no answer (refilled
+-- to full, with no debt, and no first sighting a policy's initial balance
+-- must remember), in batches of table pages that each commit, so that it
+-- never holds a row lock for long and a take of the same key wins.  A
+-- procedure, so that it can commit; withheld from PUBLIC: grant it to the
+-- role that runs maintenance.
+CREATE PROCEDURE @extschema@.rate_limit_purge(
+    name   text   DEFAULT NULL,
+    INOUT purged bigint DEFAULT NULL)
+AS 'MODULE_PATHNAME', 'rate_limit_purge'
+LANGUAGE C;
+COMMENT ON PROCEDURE @extschema@.rate_limit_purge(text, bigint) IS
+    'forgets the buckets of name (NULL: of every name) whose deletion changes no answer: full again, with no debt and nothing else to remember; commits after each batch; purged: how many';
+REVOKE ALL ON PROCEDURE @extschema@.rate_limit_purge(text, bigint) FROM PUBLIC;

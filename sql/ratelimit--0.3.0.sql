@@ -42,11 +42,13 @@ $$;
 -- starts full again).  COLLATE "C" makes key comparison a memcmp.  The low
 -- fillfactor leaves room on each page so that updates stay HOT, and the
 -- autovacuum settings clean dead versions up after a fixed number of them.
+-- (ratelimit--0.2.0--0.3.0.sql adds full_at.)
 CREATE UNLOGGED TABLE ratelimit.buckets (
     name        text COLLATE "C" NOT NULL,
     key         text COLLATE "C" NOT NULL,
     tokens      float8 NOT NULL,
     last_refill timestamptz NOT NULL,
+    full_at     timestamptz NOT NULL,
     CONSTRAINT buckets_pkey PRIMARY KEY (name, key)
 ) WITH (
     fillfactor = 30,
@@ -59,6 +61,8 @@ CREATE UNLOGGED TABLE ratelimit.buckets (
 REVOKE ALL ON TABLE ratelimit.buckets FROM PUBLIC;
 COMMENT ON TABLE ratelimit.buckets IS
     'token buckets of the ratelimit extension: written only by its functions';
+COMMENT ON COLUMN ratelimit.buckets.full_at IS
+    'when the bucket is full again under the limit it was last written with (infinity: never, or not known); rate_limit_purge() forgets it from then on';
 
 -- (ratelimit--0.2.0--0.3.0.sql adds name, quota, per and refill_after.)
 CREATE TYPE @extschema@.rate_limit_decision AS (
@@ -776,3 +780,18 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.rate_limit_headers(@extschema@.rate_limit_all_decision) IS
     'values of the RateLimit-Policy and RateLimit HTTP headers (one item per limit, in the order given) and of Retry-After (draft-ietf-httpapi-ratelimit-headers-11) for a decision of rate_limit_take_all()';
+
+-- Cleanup: forgets the buckets whose deletion changes no answer (refilled
+-- to full, with no debt, and no first sighting a policy's initial balance
+-- must remember), in batches of table pages that each commit, so that it
+-- never holds a row lock for long and a take of the same key wins.  A
+-- procedure, so that it can commit; withheld from PUBLIC: grant it to the
+-- role that runs maintenance.
+CREATE PROCEDURE @extschema@.rate_limit_purge(
+    name   text   DEFAULT NULL,
+    INOUT purged bigint DEFAULT NULL)
+AS 'MODULE_PATHNAME', 'rate_limit_purge'
+LANGUAGE C;
+COMMENT ON PROCEDURE @extschema@.rate_limit_purge(text, bigint) IS
+    'forgets the buckets of name (NULL: of every name) whose deletion changes no answer: full again, with no debt and nothing else to remember; commits after each batch; purged: how many';
+REVOKE ALL ON PROCEDURE @extschema@.rate_limit_purge(text, bigint) FROM PUBLIC;

@@ -463,6 +463,23 @@ Decide(const Bucket &stored, const Limit &limit, const Request &request,
 	return d;
 }
 
+std::int64_t
+FullAtMicros(const Decision &decision, std::int64_t now_us) noexcept
+{
+	const double wait_us = std::round(decision.reset_after * kMicros);
+	std::int64_t at = INT64_MAX;
+	if (!(wait_us < kExactMicrosLimit) ||
+	    __builtin_add_overflow(now_us, static_cast<std::int64_t>(wait_us), &at))
+		return INT64_MAX;
+	return at;
+}
+
+bool
+IsFull(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept
+{
+	return stored.stamp_us <= now_us && Refill(stored, limit, now_us).tokens >= limit.burst;
+}
+
 double
 Jittered(double retry_after, double fraction, std::uint64_t key_hash) noexcept
 {

@@ -146,6 +146,16 @@ double NextWholeToken(double tokens, double burst) noexcept;
 Decision Decide(const Bucket &stored, const Limit &limit, const Request &request,
                 std::int64_t now_us) noexcept;
 
+/* The first whole microsecond at which the bucket a decision made at `now_us`
+ * stored (`next`) is full again: now + reset_after.  INT64_MAX when it never
+ * is, or when that lies beyond every timestamp. */
+std::int64_t FullAtMicros(const Decision &decision, std::int64_t now_us) noexcept;
+
+/* Whether forgetting `stored` at `now_us` changes no later answer: refilled
+ * to now it holds its whole burst (no debt), and its stamp is not ahead of
+ * the clock.  Then it behaves exactly as FullBucket(limit, now_us) does. */
+bool IsFull(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept;
+
 /* Gives `amount` tokens back: refills to `now_us`, adds, caps at burst.  The
  * result is a grant that writes when anything changed; remaining is the new
  * balance.  Requires Validate() == kOk for `limit` and a finite amount >= 0

@@ -242,6 +242,31 @@ ReportReadOnly(const char *function)
 }
 
 void
+ReportReadOnlyDelete(const char *function)
+{
+	ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+	                errmsg("cannot execute %s() in a read-only transaction", function),
+	                errdetail("%s() deletes rows of bucket state.", function),
+	                errhint("Call it in a read-write transaction.")));
+	pg_unreachable();
+}
+
+void
+ReportAtomicCall(const char *function, int batch_blocks)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+	         errmsg("%s cannot run inside a transaction block", function),
+	         errdetail("It commits after each batch of %d table pages, so that no batch holds "
+	                   "its row locks for long.",
+	                   batch_blocks),
+	         errhint("Run CALL %s(...) as a statement of its own, outside BEGIN and COMMIT and "
+	                 "not from a function.",
+	                 function)));
+	pg_unreachable();
+}
+
+void
 ReportRecovery(const char *function)
 {
 	ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
@@ -425,8 +450,9 @@ DescribeTableChange(const char *table, TableChange change, const char *object, O
 		                   "limiter reads its columns by position.",
 		                   table);
 		*hint = "Give the table back exactly the columns the extension created: name text "
-		        "COLLATE \"C\", key text COLLATE \"C\", tokens double precision and last_refill "
-		        "timestamp with time zone, in that order, all NOT NULL. Bucket state may be "
+		        "COLLATE \"C\", key text COLLATE \"C\", tokens double precision, last_refill "
+		        "timestamp with time zone and full_at timestamp with time zone, in that order, "
+		        "all NOT NULL. Bucket state may be "
 		        "emptied to do so (TRUNCATE): every bucket then starts full.";
 		return;
 	case TableChange::kIndexes:

@@ -48,6 +48,12 @@ enum class CallForm {
 [[noreturn]] void ReportRecovery(const char *function);
 [[noreturn]] void ReportParallelMode(const char *function);
 
+/* 25006: `function` deletes bucket state, in a read-only transaction;
+ * 25001: procedure `function` commits as it goes, and was called where it
+ * cannot (inside a transaction block or a function). */
+[[noreturn]] void ReportReadOnlyDelete(const char *function);
+[[noreturn]] void ReportAtomicCall(const char *function, int batch_blocks);
+
 /* 22023 / 54000: bad arrays for rate_limit_take_all. */
 [[noreturn]] void ReportBadLimitList(const char *why);
 [[noreturn]] void ReportTooManyLimits(int count, int max_count);

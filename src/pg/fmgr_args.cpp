@@ -92,6 +92,10 @@ constexpr ArgSpec kKeyArgs[] = {
     {"name", kNoNullHint},
     {"key", kKeyHint},
 };
+constexpr ArgSpec kPurgeArgs[] = {
+    {"name", kNullAllowed},
+    {"purged", kNullAllowed},
+};
 constexpr ArgSpec kTakeAllArgs[] = {
     {"names", kNoNullHint},
     {"keys", kNoNullHint},
@@ -111,6 +115,7 @@ const Signature kRefundSignature = {"rate_limit_refund", kRefundArgs, lengthof(k
 const Signature kRefundPolicySignature = {"rate_limit_refund", kPolicyAmountArgs,
                                           lengthof(kPolicyAmountArgs)};
 const Signature kResetSignature = {"rate_limit_reset", kKeyArgs, lengthof(kKeyArgs)};
+const Signature kPurgeSignature = {"rate_limit_purge", kPurgeArgs, lengthof(kPurgeArgs)};
 const Signature kTakeAllSignature = {"rate_limit_take_all", kTakeAllArgs, lengthof(kTakeAllArgs)};
 const Signature kTakePerSignature = {"rate_limit_take_explicit", kPerArgs, lengthof(kPerArgs)};
 const Signature kCheckPerSignature = {"rate_limit_check_explicit", kPerArgs, lengthof(kPerArgs)};
@@ -307,6 +312,40 @@ DecodeKeyCall(FunctionCallInfo fcinfo)
 	KeyCall call;
 	DecodeNameAndKey(fcinfo, kResetSignature, &call.name, &call.key);
 	return call;
+}
+
+PurgeCall
+DecodePurgeCall(FunctionCallInfo fcinfo)
+{
+	CheckArgs(fcinfo, kPurgeSignature);
+	PurgeCall call = {PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0)};
+	if (call.name != NULL) {
+		const int name_bytes = VARSIZE_ANY_EXHDR(call.name);
+		if (name_bytes == 0)
+			ReportEmptyName();
+		if (name_bytes > kMaxNameBytes)
+			ReportTooLong("name", name_bytes, kMaxNameBytes);
+	}
+	return call;
+}
+
+Datum
+PurgeResultDatum(FunctionCallInfo fcinfo, int64 purged)
+{
+	TupleDesc desc;
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE || desc->natts != 1 ||
+	    TupleDescAttr(desc, 0)->atttypid != INT8OID)
+		elog(ERROR, "rate_limit_purge must return one bigint");
+	Datum value = Int64GetDatum(purged);
+	bool null = false;
+	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), &value, &null));
+}
+
+text *
+CopyText(text *value)
+{
+	const int bytes = VARSIZE_ANY_EXHDR(value);
+	return cstring_to_text_with_len(VARDATA_ANY(value), bytes);
 }
 
 TakeAllCall

@@ -56,6 +56,9 @@ extern const Signature kRefundPerSignature;
 extern const Signature kRefundPolicySignature;
 /* rate_limit_reset (name, key). */
 extern const Signature kResetSignature;
+/* rate_limit_purge (name, purged), a procedure. */
+extern const Signature kPurgeSignature;
+
 /* rate_limit_take_all (names, keys, costs), and (names, keys, costs, max_wait). */
 extern const Signature kTakeAllSignature;
 extern const Signature kTakeAllWaitSignature;
@@ -118,6 +121,18 @@ struct KeyCall {
 	text *key;
 };
 KeyCall DecodeKeyCall(FunctionCallInfo fcinfo);
+
+/* A purge (kPurgeSignature): of one name, or of every name (NULL). */
+struct PurgeCall {
+	text *name;
+};
+PurgeCall DecodePurgeCall(FunctionCallInfo fcinfo);
+
+/* The row of rate_limit_purge's output argument, purged. */
+Datum PurgeResultDatum(FunctionCallInfo fcinfo, int64 purged);
+
+/* A copy of `value` in the current memory context. */
+text *CopyText(text *value);
 
 /* The arrays of rate_limit_take_all (kTakeAllSignature,
  * kTakeAllWaitSignature), not yet looked into. */

@@ -29,6 +29,7 @@ extern "C" {
 #include "catalog/pg_type_d.h"
 #include "commands/trigger.h"
 #include "common/hashfn.h"
+#include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "fmgr.h"
 #include "funcapi.h"

@@ -126,6 +126,31 @@ ShardKey(text *key, int shard)
 	return result;
 }
 
+bool
+SplitShardKey(text *row_key, int shards, text **key, int *shard)
+{
+	const char *bytes = VARDATA_ANY(row_key);
+	int length = VARSIZE_ANY_EXHDR(row_key);
+	int mark = length - 1;
+	while (mark >= 0 && bytes[mark] != '\x1f')
+		mark--;
+	const int digits = length - mark - 1;
+	/* One or two digits, no leading zero: what "%d" writes below 64. */
+	if (mark < 0 || digits < 1 || digits > 2 || (digits == 2 && bytes[mark + 1] == '0'))
+		return false;
+	int number = 0;
+	for (int i = mark + 1; i < length; i++) {
+		if (bytes[i] < '0' || bytes[i] > '9')
+			return false;
+		number = number * 10 + (bytes[i] - '0');
+	}
+	if (number >= shards)
+		return false;
+	*key = cstring_to_text_with_len(bytes, mark);
+	*shard = number;
+	return true;
+}
+
 core::Decision
 ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &limit,
                 Operation::Kind kind, const core::Request &request)

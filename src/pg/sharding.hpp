@@ -20,6 +20,11 @@ namespace ratelimit::pg {
  * shard's number.  Shard rows are ordinary buckets of the same name. */
 text *ShardKey(text *key, int shard);
 
+/* The inverse of ShardKey: false unless `row_key` ends in U+001F and a
+ * shard number below `shards` as ShardKey writes it; then *key is the bucket
+ * key (palloc'd) and *shard the number. */
+bool SplitShardKey(text *row_key, int shards, text **key, int *shard);
+
 /*
  * A take or check (`kind`) of `cost` on a key split over policy.shards rows
  * under `limit`, the whole key's: looks, without waiting, at two shards

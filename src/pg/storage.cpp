@@ -55,6 +55,12 @@
  * - The latest version this transaction wrote of a key is remembered by TID
  *   (LatestVersion), so N takes of one key in one transaction do not walk
  *   the N versions it created on every lookup.
+ * - A sweep (SweepBuckets: rate_limit_purge) reads a range of heap blocks
+ *   with a dirty snapshot, skips every row a transaction is writing, locks
+ *   each row it would delete without waiting (a row locked or replaced
+ *   meanwhile is skipped) and deletes the version it decided on.  It never
+ *   waits for a row lock, so it cannot deadlock, and it holds only the rows
+ *   it deleted, until its transaction ends.
  * The direct path bypasses triggers, constraints, RLS and other indexes, so
  * the table's shape is verified once per relcache generation.
  */
@@ -75,7 +81,10 @@ constexpr AttrNumber kAttName = 1;
 constexpr AttrNumber kAttKey = 2;
 constexpr AttrNumber kAttTokens = 3;
 constexpr AttrNumber kAttStamp = 4;
-constexpr int kNatts = 4;
+constexpr AttrNumber kAttFullAt = 5; /* from 0.3.0 */
+constexpr int kNatts = 5;
+/* A database not yet updated from 0.2.0 or before has no full_at. */
+constexpr int kNattsBefore030 = 4;
 
 /* Advisory lock class (LOCKTAG field4) private to the extension: "RL". */
 constexpr uint16 kNewKeyLockClass = 0x524C;
@@ -151,7 +160,7 @@ InvalidateStateRelations(Datum, Oid relid)
 List *
 CheckStateTable(Relation heap)
 {
-	static const Oid kTypes[kNatts] = {TEXTOID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID};
+	static const Oid kTypes[kNatts] = {TEXTOID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	TupleDesc desc = RelationGetDescr(heap);
 
 	if (heap->rd_rel->relkind != RELKIND_RELATION || heap->rd_rel->relam != HEAP_TABLE_AM_OID)
@@ -164,9 +173,9 @@ CheckStateTable(Relation heap)
 	if (desc->constr != NULL && desc->constr->num_check > 0)
 		ReportStateTableAltered(kStateTable, TableChange::kCheckConstraint,
 		                        desc->constr->check[0].ccname);
-	if (desc->natts != kNatts)
+	if (desc->natts != kNatts && desc->natts != kNattsBefore030)
 		ReportStateTableAltered(kStateTable, TableChange::kColumns);
-	for (int i = 0; i < kNatts; i++) {
+	for (int i = 0; i < desc->natts; i++) {
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 		if (att->attisdropped || att->atttypid != kTypes[i] || !att->attnotnull ||
 		    (att->atttypid == TEXTOID && att->attcollation != C_COLLATION_OID))
@@ -524,12 +533,17 @@ ReadBucket(TupleTableSlot *slot)
 	return core::Bucket{tokens, stamp};
 }
 
+/* The row of a bucket that a decision made at `now` stored. */
 HeapTuple
-FormBucketTuple(Relation heap, text *name, text *key, const core::Bucket &bucket)
+FormBucketTuple(Relation heap, text *name, text *key, const core::Decision &decision,
+                TimestampTz now)
 {
 	Datum values[kNatts] = {PointerGetDatum(name), PointerGetDatum(key),
-	                        Float8GetDatum(bucket.tokens), TimestampTzGetDatum(bucket.stamp_us)};
-	bool nulls[kNatts] = {false, false, false, false};
+	                        Float8GetDatum(decision.next.tokens),
+	                        TimestampTzGetDatum(decision.next.stamp_us),
+	                        TimestampTzGetDatum(core::FullAtMicros(decision, now))};
+	bool nulls[kNatts] = {false, false, false, false, false};
+	/* Forms as many columns as the table has (CheckStateTable). */
 	return heap_form_tuple(RelationGetDescr(heap), values, nulls);
 }
 
@@ -557,9 +571,10 @@ InsertIndexEntries(const OpenRelations &rels, text *name, text *key, ItemPointer
 }
 
 void
-InsertBucket(const OpenRelations &rels, const BucketLookup &lookup, const core::Bucket &bucket)
+InsertBucket(const OpenRelations &rels, const BucketLookup &lookup, const core::Decision &decision,
+             TimestampTz now)
 {
-	HeapTuple tuple = FormBucketTuple(rels.heap, lookup.name, lookup.key, bucket);
+	HeapTuple tuple = FormBucketTuple(rels.heap, lookup.name, lookup.key, decision, now);
 	heap_insert(rels.heap, tuple, GetCurrentCommandId(true), 0, NULL);
 	InsertIndexEntries(rels, lookup.name, lookup.key, &tuple->t_self, false);
 	RememberLatestVersion(lookup.hash, &tuple->t_self);
@@ -567,16 +582,16 @@ InsertBucket(const OpenRelations &rels, const BucketLookup &lookup, const core::
 }
 
 /*
- * Replaces the version at `tid` by `bucket`, waiting for any transaction
- * that holds or is changing it.  TM_Ok, or TM_Updated / TM_Deleted when that
+ * Replaces the version at `tid` by what `decision` (made at `now`) stores, waiting for any
+ * transaction that holds or is changing it.  TM_Ok, or TM_Updated / TM_Deleted when that
  * transaction replaced or deleted the version meanwhile: nothing was written
  * and the caller decides again on the latest version.
  */
 TM_Result
 UpdateBucket(const OpenRelations &rels, const BucketLookup &lookup, ItemPointer tid, CommandId cid,
-             const core::Bucket &bucket)
+             const core::Decision &decision, TimestampTz now)
 {
-	HeapTuple tuple = FormBucketTuple(rels.heap, lookup.name, lookup.key, bucket);
+	HeapTuple tuple = FormBucketTuple(rels.heap, lookup.name, lookup.key, decision, now);
 	TM_FailureData tmfd;
 	bool needs_index = false;
 	TM_Result result = RlHeapUpdate(rels.heap, tid, tuple, cid, true, &tmfd, &needs_index);
@@ -671,12 +686,13 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 	bool sure = !writes;
 	bool wrote = false;
 	core::Decision decision{};
+	TimestampTz now = 0;
 
 	for (;;) {
 		if (!FindLatest(rels, &lookup, &dirty, slot, sure, &new_key)) {
 			/* A new key: stored only if this call consumes or refunds, or
 			 * if its first sighting must be remembered. */
-			TimestampTz now = ClockNow();
+			now = ClockNow();
 			decision =
 			    Evaluate(operation, NewBucket(limit, operation.has_initial, operation.initial, now),
 			             limit, now);
@@ -693,7 +709,7 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 				AcquireNewKeyLock(&new_key, lookup.hash);
 				continue;
 			}
-			InsertBucket(rels, lookup, decision.next);
+			InsertBucket(rels, lookup, decision, now);
 			wrote = true;
 			break;
 		}
@@ -701,7 +717,8 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 		if (operation.kind == Operation::kRecordNew)
 			break; /* the key is known already */
 
-		decision = Evaluate(operation, ReadBucket(slot), limit, ClockNow());
+		now = ClockNow();
+		decision = Evaluate(operation, ReadBucket(slot), limit, now);
 		if (!decision.allowed && (!writes || !decision.write))
 			break; /* lock-free denial on the latest committed version */
 		if (TransactionIdIsValid(dirty.xmax) && operation.kind != Operation::kPeek) {
@@ -715,7 +732,7 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 		if (!writes || !decision.write)
 			break;
 		TM_Result result =
-		    UpdateBucket(rels, lookup, &slot->tts_tid, GetCurrentCommandId(true), decision.next);
+		    UpdateBucket(rels, lookup, &slot->tts_tid, GetCurrentCommandId(true), decision, now);
 		if (result == TM_Ok) {
 			wrote = true;
 			break;
@@ -842,12 +859,12 @@ LockAndTakeAll(const OpenRelations &rels, BucketTake *takes, TakeRow *rows, int 
 			if (!takes[i].decision.write)
 				continue;
 			if (!rows[i].exists) {
-				InsertBucket(rels, rows[i].lookup, takes[i].decision.next);
+				InsertBucket(rels, rows[i].lookup, takes[i].decision, now);
 				continue;
 			}
 			/* The row is locked by this subtransaction: the update cannot
 			 * find another writer. */
-			if (UpdateBucket(rels, rows[i].lookup, &rows[i].tid, cid, takes[i].decision.next) !=
+			if (UpdateBucket(rels, rows[i].lookup, &rows[i].tid, cid, takes[i].decision, now) !=
 			    TM_Ok)
 				elog(ERROR, "could not update locked rate limit bucket");
 		}
@@ -942,6 +959,73 @@ TakeAll(BucketTake *takes, int count)
 		}
 	pfree(rows);
 	return all_allowed;
+}
+
+SweepProgress
+SweepBuckets(BlockNumber first, BlockNumber count, SweepFilter filter, void *context)
+{
+	OpenRelations rels;
+	OpenStateRelations(RowExclusiveLock, &rels);
+	SweepProgress progress = {first, true, 0};
+	const BlockNumber nblocks = RelationGetNumberOfBlocks(rels.heap);
+	if (first >= nblocks) {
+		CloseStateRelations(&rels);
+		return progress;
+	}
+	const BlockNumber blocks = Min(count, nblocks - first);
+	progress.next_block = first + blocks;
+	progress.finished = progress.next_block >= nblocks;
+
+	/* Neither a synchronized scan (it would start elsewhere) nor an MVCC
+	 * snapshot (it would take SSI predicate locks). */
+	SnapshotData dirty;
+	InitDirtySnapshot(dirty);
+	TableScanDesc scan = table_beginscan_strat(rels.heap, &dirty, 0, NULL, true, false);
+	heap_setscanlimits(scan, first, blocks);
+	TupleTableSlot *slot = table_slot_create(rels.heap, NULL);
+	TupleTableSlot *locked = table_slot_create(rels.heap, NULL);
+	const bool has_full_at = RelationGetDescr(rels.heap)->natts >= kAttFullAt;
+	const TimestampTz now = ClockNow();
+	const CommandId cid = GetCurrentCommandId(true);
+
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
+		CHECK_FOR_INTERRUPTS();
+		/* Being inserted, replaced or deleted: whatever the writer leaves
+		 * speaks for the key. */
+		if (TransactionIdIsValid(dirty.xmin) || TransactionIdIsValid(dirty.xmax))
+			continue;
+		bool isnull;
+		StoredBucket row;
+		row.name = DatumGetTextPP(slot_getattr(slot, kAttName, &isnull));
+		row.key = DatumGetTextPP(slot_getattr(slot, kAttKey, &isnull));
+		row.bucket = ReadBucket(slot);
+		row.full_at =
+		    has_full_at ? DatumGetTimestampTz(slot_getattr(slot, kAttFullAt, &isnull)) : DT_NOEND;
+		if (!filter(row, now, context))
+			continue;
+
+		/* Without FIND_LAST_VERSION: a version replaced since it was read
+		 * is not locked (TM_Updated), and the taker's row stays. */
+		ItemPointerData tid = slot->tts_tid;
+		TM_FailureData tmfd;
+		if (table_tuple_lock(rels.heap, &tid, &dirty, locked, cid, LockTupleExclusive, LockWaitSkip,
+		                     0, &tmfd) != TM_Ok)
+			continue;
+		ExecClearTuple(locked);
+		TM_Result result = heap_delete(rels.heap, &tid, cid, InvalidSnapshot, true, &tmfd, false);
+		if (result != TM_Ok)
+			elog(ERROR, "could not delete locked rate limit bucket: result %d",
+			     static_cast<int>(result));
+		progress.deleted++;
+	}
+
+	table_endscan(scan);
+	ExecDropSingleTupleTableSlot(locked);
+	ExecDropSingleTupleTableSlot(slot);
+	CloseStateRelations(&rels);
+	if (progress.deleted > 0)
+		CommandCounterIncrement();
+	return progress;
 }
 
 } /* namespace ratelimit::pg */

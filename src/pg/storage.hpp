@@ -71,6 +71,31 @@ bool TakeAll(BucketTake *takes, int count);
 /* Deletes the bucket so that its next use starts full.  True if it existed. */
 bool ResetBucket(text *name, text *key);
 
+/* One row of ratelimit.buckets as a sweep sees it. */
+struct StoredBucket {
+	text *name;
+	text *key;
+	core::Bucket bucket;
+	TimestampTz full_at; /* DT_NOEND in a database not yet updated to 0.3.0 */
+};
+
+/* Whether a sweep deletes `row`, the clock reading `now`. */
+using SweepFilter = bool (*)(const StoredBucket &row, TimestampTz now, void *context);
+
+/* How far a sweep got. */
+struct SweepProgress {
+	BlockNumber next_block; /* where the next batch starts */
+	bool finished;          /* no block of the table lies beyond this batch */
+	int64 deleted;
+};
+
+/* Deletes, from heap blocks [first, first + count), the rows `filter`
+ * accepts, in the caller's transaction.  A row some transaction is writing,
+ * or that is locked or replaced before it is locked here, is left alone
+ * without waiting: the writer wins.  A row is deleted only in the version
+ * the filter accepted, locked first. */
+SweepProgress SweepBuckets(BlockNumber first, BlockNumber count, SweepFilter filter, void *context);
+
 } /* namespace ratelimit::pg */
 
 #endif
