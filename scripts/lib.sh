@@ -85,6 +85,7 @@ RL_PACKAGES=(
     g++
     make
     libgtest-dev               # GoogleTest for the unit tests
+    postgresql-15-cron         # pg_cron, which schedules rate_limit_purge in a cluster test
     util-linux                 # runuser
     passwd                     # useradd
 )
