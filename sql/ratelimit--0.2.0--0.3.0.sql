@@ -486,3 +486,16 @@ LANGUAGE C;
 COMMENT ON PROCEDURE @extschema@.rate_limit_purge(text, bigint) IS
     'forgets the buckets of name (NULL: of every name) whose deletion changes no answer: full again, with no debt and nothing else to remember; commits after each batch; purged: how many';
 REVOKE ALL ON PROCEDURE @extschema@.rate_limit_purge(text, bigint) FROM PUBLIC;
+
+-- Resetting a whole limit: every bucket of a name starts afresh.  In
+-- batches that each commit, waiting for a bucket's writer only in a
+-- transaction that holds no other bucket, so that it cannot deadlock with
+-- callers that hold several.  Withheld from PUBLIC, like rate_limit_reset.
+CREATE PROCEDURE @extschema@.rate_limit_reset_limit(
+    name  text,
+    INOUT reset bigint DEFAULT NULL)
+AS 'MODULE_PATHNAME', 'rate_limit_reset_limit'
+LANGUAGE C;
+COMMENT ON PROCEDURE @extschema@.rate_limit_reset_limit(text, bigint) IS
+    'forgets every bucket of limit name, so that each key starts afresh; commits after each batch; reset: how many buckets';
+REVOKE ALL ON PROCEDURE @extschema@.rate_limit_reset_limit(text, bigint) FROM PUBLIC;

@@ -34,4 +34,10 @@ CompareBuckets(const BucketTake &a, const BucketTake &b)
 	return cmp != 0 ? cmp : CompareText(a.key, b.key);
 }
 
+text *
+CopyText(text *value)
+{
+	return cstring_to_text_with_len(VARDATA_ANY(value), VARSIZE_ANY_EXHDR(value));
+}
+
 } /* namespace ratelimit::pg */

@@ -25,6 +25,9 @@ uint64 BucketHash(text *name, text *key, uint64 seed);
 /* Bytewise order of two texts (the "C" collation of the key columns). */
 int CompareText(text *a, text *b);
 
+/* A copy of `value` in the current memory context. */
+text *CopyText(text *value);
+
 /* The canonical order of buckets, in which rows are locked: name, then key,
  * bytewise.  Negative, zero or positive, as a before, is, or follows b. */
 int CompareBuckets(const BucketTake &a, const BucketTake &b);

@@ -252,14 +252,14 @@ ReportReadOnlyDelete(const char *function)
 }
 
 void
-ReportAtomicCall(const char *function, int batch_blocks)
+ReportAtomicCall(const char *function, const char *batch)
 {
 	ereport(ERROR,
 	        (errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
 	         errmsg("%s cannot run inside a transaction block", function),
-	         errdetail("It commits after each batch of %d table pages, so that no batch holds "
-	                   "its row locks for long.",
-	                   batch_blocks),
+	         errdetail("It commits after each batch of %s, so that no batch holds its row locks "
+	                   "for long.",
+	                   batch),
 	         errhint("Run CALL %s(...) as a statement of its own, outside BEGIN and COMMIT and "
 	                 "not from a function.",
 	                 function)));

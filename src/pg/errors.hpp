@@ -49,10 +49,11 @@ enum class CallForm {
 [[noreturn]] void ReportParallelMode(const char *function);
 
 /* 25006: `function` deletes bucket state, in a read-only transaction;
- * 25001: procedure `function` commits as it goes, and was called where it
- * cannot (inside a transaction block or a function). */
+ * 25001: procedure `function` commits after each `batch` ("128 table
+ * pages"), and was called where it cannot (inside a transaction block or a
+ * function). */
 [[noreturn]] void ReportReadOnlyDelete(const char *function);
-[[noreturn]] void ReportAtomicCall(const char *function, int batch_blocks);
+[[noreturn]] void ReportAtomicCall(const char *function, const char *batch);
 
 /* 22023 / 54000: bad arrays for rate_limit_take_all. */
 [[noreturn]] void ReportBadLimitList(const char *why);

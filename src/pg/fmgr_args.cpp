@@ -96,6 +96,10 @@ constexpr ArgSpec kPurgeArgs[] = {
     {"name", kNullAllowed},
     {"purged", kNullAllowed},
 };
+constexpr ArgSpec kResetLimitArgs[] = {
+    {"name", "Pass the name of the limit whose buckets to reset."},
+    {"reset", kNullAllowed},
+};
 constexpr ArgSpec kTakeAllArgs[] = {
     {"names", kNoNullHint},
     {"keys", kNoNullHint},
@@ -116,6 +120,8 @@ const Signature kRefundPolicySignature = {"rate_limit_refund", kPolicyAmountArgs
                                           lengthof(kPolicyAmountArgs)};
 const Signature kResetSignature = {"rate_limit_reset", kKeyArgs, lengthof(kKeyArgs)};
 const Signature kPurgeSignature = {"rate_limit_purge", kPurgeArgs, lengthof(kPurgeArgs)};
+const Signature kResetLimitSignature = {"rate_limit_reset_limit", kResetLimitArgs,
+                                        lengthof(kResetLimitArgs)};
 const Signature kTakeAllSignature = {"rate_limit_take_all", kTakeAllArgs, lengthof(kTakeAllArgs)};
 const Signature kTakePerSignature = {"rate_limit_take_explicit", kPerArgs, lengthof(kPerArgs)};
 const Signature kCheckPerSignature = {"rate_limit_check_explicit", kPerArgs, lengthof(kPerArgs)};
@@ -314,11 +320,12 @@ DecodeKeyCall(FunctionCallInfo fcinfo)
 	return call;
 }
 
-PurgeCall
-DecodePurgeCall(FunctionCallInfo fcinfo)
+NameCall
+DecodeNameCall(FunctionCallInfo fcinfo, const Signature &signature)
 {
-	CheckArgs(fcinfo, kPurgeSignature);
-	PurgeCall call = {PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0)};
+	Assert(signature.args == kPurgeArgs || signature.args == kResetLimitArgs);
+	CheckArgs(fcinfo, signature);
+	NameCall call = {PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0)};
 	if (call.name != NULL) {
 		const int name_bytes = VARSIZE_ANY_EXHDR(call.name);
 		if (name_bytes == 0)
@@ -330,22 +337,15 @@ DecodePurgeCall(FunctionCallInfo fcinfo)
 }
 
 Datum
-PurgeResultDatum(FunctionCallInfo fcinfo, int64 purged)
+CountResultDatum(FunctionCallInfo fcinfo, const Signature &signature, int64 count)
 {
 	TupleDesc desc;
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE || desc->natts != 1 ||
 	    TupleDescAttr(desc, 0)->atttypid != INT8OID)
-		elog(ERROR, "rate_limit_purge must return one bigint");
-	Datum value = Int64GetDatum(purged);
+		elog(ERROR, "%s must return one bigint", signature.function);
+	Datum value = Int64GetDatum(count);
 	bool null = false;
 	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), &value, &null));
-}
-
-text *
-CopyText(text *value)
-{
-	const int bytes = VARSIZE_ANY_EXHDR(value);
-	return cstring_to_text_with_len(VARDATA_ANY(value), bytes);
 }
 
 TakeAllCall

@@ -56,8 +56,10 @@ extern const Signature kRefundPerSignature;
 extern const Signature kRefundPolicySignature;
 /* rate_limit_reset (name, key). */
 extern const Signature kResetSignature;
-/* rate_limit_purge (name, purged), a procedure. */
+/* rate_limit_purge (name, purged) and rate_limit_reset_limit (name,
+ * reset), procedures. */
 extern const Signature kPurgeSignature;
+extern const Signature kResetLimitSignature;
 
 /* rate_limit_take_all (names, keys, costs), and (names, keys, costs, max_wait). */
 extern const Signature kTakeAllSignature;
@@ -122,17 +124,16 @@ struct KeyCall {
 };
 KeyCall DecodeKeyCall(FunctionCallInfo fcinfo);
 
-/* A purge (kPurgeSignature): of one name, or of every name (NULL). */
-struct PurgeCall {
+/* A purge (kPurgeSignature) or a reset of a whole limit
+ * (kResetLimitSignature): of one name, or, for a purge, of every name
+ * (NULL). */
+struct NameCall {
 	text *name;
 };
-PurgeCall DecodePurgeCall(FunctionCallInfo fcinfo);
+NameCall DecodeNameCall(FunctionCallInfo fcinfo, const Signature &signature);
 
-/* The row of rate_limit_purge's output argument, purged. */
-Datum PurgeResultDatum(FunctionCallInfo fcinfo, int64 purged);
-
-/* A copy of `value` in the current memory context. */
-text *CopyText(text *value);
+/* The row of a procedure's one output argument, a count. */
+Datum CountResultDatum(FunctionCallInfo fcinfo, const Signature &signature, int64 count);
 
 /* The arrays of rate_limit_take_all (kTakeAllSignature,
  * kTakeAllWaitSignature), not yet looked into. */

@@ -29,7 +29,8 @@
  *   rare race where another writer slips in between the decision and the
  *   update, heap_update waits for it and the call decides again.)
  * - A refund is written like a grant; a reset locks the latest version, then
- *   deletes it.
+ *   deletes it.  A reset that must not wait (rate_limit_reset_limit's first
+ *   pass) leaves a key alone when a transaction is writing or locking it.
  * - A key's first row is inserted under an exclusive advisory lock on
  *   hash(name, key) (lock class kNewKeyLockClass, shown in pg_locks as
  *   objsubid 21068), re-checked after the lock is granted: two first calls
@@ -752,6 +753,12 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 bool
 ResetBucket(text *name, text *key)
 {
+	return ResetBucketUnlessBusy(name, key, true) == ResetOutcome::kDeleted;
+}
+
+ResetOutcome
+ResetBucketUnlessBusy(text *name, text *key, bool wait)
+{
 	OpenRelations rels;
 	OpenStateRelations(RowExclusiveLock, &rels);
 
@@ -760,29 +767,84 @@ ResetBucket(text *name, text *key)
 	SnapshotData dirty;
 	InitDirtySnapshot(dirty);
 	TupleTableSlot *slot = table_slot_create(rels.heap, NULL);
-	bool deleted = false;
+	ResetOutcome outcome = ResetOutcome::kAbsent;
 
-	for (;;) {
-		if (!FindLatest(rels, &lookup, &dirty, slot, true, NULL))
+	for (int moves = 0;;) {
+		CHECK_FOR_INTERRUPTS();
+		bool found;
+		if (wait) {
+			found = FindLatest(rels, &lookup, &dirty, slot, true, NULL);
+		} else {
+			found = FindBucket(rels.heap, rels.index, lookup.keys, &dirty, slot);
+			if (found && (TransactionIdIsValid(dirty.xmin) || TransactionIdIsValid(dirty.xmax))) {
+				outcome = ResetOutcome::kBusy;
+				break;
+			}
+			if (!found && moves++ < kMissRetries &&
+			    KeyMovedAway(rels.heap, rels.index, lookup.keys, slot))
+				continue;
+		}
+		if (!found)
 			break;
 		CommandId cid = GetCurrentCommandId(true);
-		if (!LockLatestVersion(rels.heap, slot, &dirty, cid))
-			continue;
+		ItemPointerData tid = slot->tts_tid;
 		TM_FailureData tmfd;
+		TM_Result locked = table_tuple_lock(
+		    rels.heap, &tid, &dirty, slot, cid, LockTupleNoKeyExclusive,
+		    wait ? LockWaitBlock : LockWaitSkip, TUPLE_LOCK_FLAG_FIND_LAST_VERSION, &tmfd);
+		if (locked == TM_WouldBlock) {
+			outcome = ResetOutcome::kBusy;
+			break;
+		}
+		if (locked == TM_Updated || locked == TM_Deleted)
+			continue; /* gone meanwhile: look again */
+		if (locked != TM_Ok)
+			elog(ERROR, "could not lock rate limit bucket: result %d", static_cast<int>(locked));
 		TM_Result result =
 		    heap_delete(rels.heap, &slot->tts_tid, cid, InvalidSnapshot, true, &tmfd, false);
 		if (result != TM_Ok)
 			elog(ERROR, "could not delete locked rate limit bucket: result %d",
 			     static_cast<int>(result));
-		deleted = true;
+		outcome = ResetOutcome::kDeleted;
 		break;
 	}
 
 	ExecDropSingleTupleTableSlot(slot);
 	CloseStateRelations(&rels);
-	if (deleted)
+	if (outcome == ResetOutcome::kDeleted)
 		CommandCounterIncrement();
-	return deleted;
+	return outcome;
+}
+
+int
+ListBucketKeys(text *name, text *after, text **keys, int max_keys)
+{
+	OpenRelations rels;
+	OpenStateRelations(AccessShareLock, &rels);
+	ScanKeyData scan_keys[2];
+	ScanKeyEntryInitializeWithInfo(&scan_keys[0], 0, kAttName, BTEqualStrategyNumber, InvalidOid,
+	                               C_COLLATION_OID, &state_relations.key_equal,
+	                               PointerGetDatum(name));
+	const int nkeys = after == NULL ? 1 : 2;
+	if (after != NULL)
+		ScanKeyEntryInitialize(&scan_keys[1], 0, kAttKey, BTGreaterStrategyNumber, InvalidOid,
+		                       C_COLLATION_OID, F_TEXT_GT, PointerGetDatum(after));
+	TupleTableSlot *slot = table_slot_create(rels.heap, NULL);
+	IndexScanDesc scan = RlIndexBeginScan(rels.heap, rels.index, SnapshotAny, nkeys);
+	index_rescan(scan, scan_keys, nkeys, NULL, 0);
+	int count = 0;
+	while (count < max_keys && index_getnext_slot(scan, ForwardScanDirection, slot)) {
+		bool isnull;
+		text *key = DatumGetTextPP(slot_getattr(slot, kAttKey, &isnull));
+		/* Versions of one key are consecutive in key order. */
+		if (count > 0 && CompareText(keys[count - 1], key) == 0)
+			continue;
+		keys[count++] = CopyText(key);
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	CloseStateRelations(&rels);
+	return count;
 }
 
 namespace {

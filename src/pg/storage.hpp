@@ -71,6 +71,23 @@ bool TakeAll(BucketTake *takes, int count);
 /* Deletes the bucket so that its next use starts full.  True if it existed. */
 bool ResetBucket(text *name, text *key);
 
+/* What ResetBucketUnlessBusy did. */
+enum class ResetOutcome {
+	kAbsent,  /* no such bucket */
+	kDeleted, /* deleted in the caller's transaction */
+	kBusy     /* another transaction writes or locks it: left alone */
+};
+
+/* ResetBucket, waiting for the bucket's writer only when `wait`; without it,
+ * a bucket some transaction writes or locks is kBusy. */
+ResetOutcome ResetBucketUnlessBusy(text *name, text *key, bool wait);
+
+/* Up to `max_keys` distinct row keys of `name` after `after` (NULL: from the
+ * first), in key order, as the primary key holds them: every version, dead
+ * ones too, so that a key a concurrent update moves is still listed.
+ * Returns how many; each key is palloc'd. */
+int ListBucketKeys(text *name, text *after, text **keys, int max_keys);
+
 /* One row of ratelimit.buckets as a sweep sees it. */
 struct StoredBucket {
 	text *name;
