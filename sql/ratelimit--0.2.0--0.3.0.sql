@@ -499,3 +499,22 @@ LANGUAGE C;
 COMMENT ON PROCEDURE @extschema@.rate_limit_reset_limit(text, bigint) IS
     'forgets every bucket of limit name, so that each key starts afresh; commits after each batch; reset: how many buckets';
 REVOKE ALL ON PROCEDURE @extschema@.rate_limit_reset_limit(text, bigint) FROM PUBLIC;
+
+-- The buckets of a limit, as takes see them: read without waiting and
+-- without SSI predicate locks, so that a SERIALIZABLE reader makes no take
+-- fail (reading ratelimit.buckets itself would).  Withheld from PUBLIC: it
+-- shows every key of the limit.
+CREATE FUNCTION @extschema@.rate_limit_buckets(
+    name            text,
+    OUT key         text,
+    OUT shard       integer,
+    OUT balance     float8,
+    OUT full_at     timestamptz,
+    OUT tokens      float8,
+    OUT last_refill timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'rate_limit_buckets'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.rate_limit_buckets(text) IS
+    'the buckets of limit name in key order: key, shard (of a policy that splits keys), balance now and when it is full (by the policy; without one, no balance and full_at as last stored), and the stored tokens and last_refill';
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_buckets(text) FROM PUBLIC;

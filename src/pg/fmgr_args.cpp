@@ -120,6 +120,10 @@ const Signature kRefundPolicySignature = {"rate_limit_refund", kPolicyAmountArgs
                                           lengthof(kPolicyAmountArgs)};
 const Signature kResetSignature = {"rate_limit_reset", kKeyArgs, lengthof(kKeyArgs)};
 const Signature kPurgeSignature = {"rate_limit_purge", kPurgeArgs, lengthof(kPurgeArgs)};
+constexpr ArgSpec kBucketsArgs[] = {
+    {"name", "Pass the name of the limit whose buckets to list."},
+};
+const Signature kBucketsSignature = {"rate_limit_buckets", kBucketsArgs, lengthof(kBucketsArgs)};
 const Signature kResetLimitSignature = {"rate_limit_reset_limit", kResetLimitArgs,
                                         lengthof(kResetLimitArgs)};
 const Signature kTakeAllSignature = {"rate_limit_take_all", kTakeAllArgs, lengthof(kTakeAllArgs)};
@@ -323,7 +327,8 @@ DecodeKeyCall(FunctionCallInfo fcinfo)
 NameCall
 DecodeNameCall(FunctionCallInfo fcinfo, const Signature &signature)
 {
-	Assert(signature.args == kPurgeArgs || signature.args == kResetLimitArgs);
+	Assert(signature.args == kPurgeArgs || signature.args == kResetLimitArgs ||
+	       signature.args == kBucketsArgs);
 	CheckArgs(fcinfo, signature);
 	NameCall call = {PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0)};
 	if (call.name != NULL) {
@@ -334,6 +339,28 @@ DecodeNameCall(FunctionCallInfo fcinfo, const Signature &signature)
 			ReportTooLong("name", name_bytes, kMaxNameBytes);
 	}
 	return call;
+}
+
+ResultSet
+BeginResultSet(FunctionCallInfo fcinfo, const Signature &signature)
+{
+	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+	    (rsinfo->allowedModes & SFRM_Materialize) == 0)
+		ereport(ERROR,
+		        (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+		         errmsg("%s() must be called where a set of rows is accepted", signature.function),
+		         errhint("Call it in FROM: SELECT * FROM %s(...).", signature.function)));
+	TupleDesc desc;
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "%s must return rows", signature.function);
+	MemoryContext outer = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	ResultSet set = {tuplestore_begin_heap(true, false, work_mem), CreateTupleDescCopy(desc)};
+	MemoryContextSwitchTo(outer);
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = set.store;
+	rsinfo->setDesc = set.desc;
+	return set;
 }
 
 Datum

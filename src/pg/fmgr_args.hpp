@@ -61,6 +61,9 @@ extern const Signature kResetSignature;
 extern const Signature kPurgeSignature;
 extern const Signature kResetLimitSignature;
 
+/* rate_limit_buckets (name), a set-returning function. */
+extern const Signature kBucketsSignature;
+
 /* rate_limit_take_all (names, keys, costs), and (names, keys, costs, max_wait). */
 extern const Signature kTakeAllSignature;
 extern const Signature kTakeAllWaitSignature;
@@ -131,6 +134,14 @@ struct NameCall {
 	text *name;
 };
 NameCall DecodeNameCall(FunctionCallInfo fcinfo, const Signature &signature);
+
+/* A set-returning function's rows, materialized: each row goes to `store`
+ * with the descriptor `desc` (both in the query's memory). */
+struct ResultSet {
+	Tuplestorestate *store;
+	TupleDesc desc;
+};
+ResultSet BeginResultSet(FunctionCallInfo fcinfo, const Signature &signature);
 
 /* The row of a procedure's one output argument, a count. */
 Datum CountResultDatum(FunctionCallInfo fcinfo, const Signature &signature, int64 count);

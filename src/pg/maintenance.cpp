@@ -10,6 +10,8 @@
  *   order, each one no transaction is writing or locking; then each of the
  *   others in a transaction of its own, waiting for its writer while holding
  *   no other row, so that it cannot deadlock with a caller holding several.
+ * - rate_limit_buckets() lists the buckets of a limit as takes see them,
+ *   without waiting and without SSI predicate locks (VisitBuckets).
  * Only plain data is alive here: a PostgreSQL error is a longjmp that skips
  * C++ destructors.
  */
@@ -17,6 +19,7 @@
 
 #include "core/shards.hpp"
 #include "core/token_bucket.hpp"
+#include "pg/clock.hpp"
 #include "pg/errors.hpp"
 #include "pg/fmgr_args.hpp"
 #include "pg/policies.hpp"
@@ -26,6 +29,7 @@
 extern "C" {
 PG_FUNCTION_INFO_V1(rate_limit_purge);
 PG_FUNCTION_INFO_V1(rate_limit_reset_limit);
+PG_FUNCTION_INFO_V1(rate_limit_buckets);
 }
 
 namespace ratelimit::pg {
@@ -136,6 +140,73 @@ EndBatches()
 		elog(ERROR, "could not disconnect from SPI");
 }
 
+/* The columns of rate_limit_buckets. */
+enum BucketColumn {
+	kColKey,
+	kColShard,
+	kColBalance,
+	kColFullAt,
+	kColTokens,
+	kColLastRefill,
+	kBucketColumns
+};
+
+/* What rate_limit_buckets lists, and where. */
+struct Listing {
+	text *name;
+	bool has_policy;
+	Policy policy;
+	TimestampTz now;
+	ResultSet set;
+};
+
+/* One row of rate_limit_buckets.  Under a policy, the balance refilled to
+ * now and when it is full, by the policy as it is defined now (a shard row
+ * by its share); otherwise no balance (the table holds no rate) and the
+ * full_at that the last write stored. */
+void
+ListBucket(const StoredBucket &row, void *context)
+{
+	Listing *listing = static_cast<Listing *>(context);
+	Datum values[kBucketColumns];
+	bool nulls[kBucketColumns] = {};
+	text *key = row.key;
+	int shard = 0;
+	bool known = false;
+	core::Limit limit{};
+	if (listing->has_policy) {
+		const Policy &policy = listing->policy;
+		if (policy.shards == 1) {
+			limit = PolicyLimit(policy, row.name, key);
+			known = true;
+			nulls[kColShard] = true;
+		} else if (SplitShardKey(row.key, policy.shards, &key, &shard)) {
+			limit = core::ShareOfShard(PolicyLimit(policy, row.name, key), policy.initial,
+			                           policy.shards)
+			            .limit;
+			known = true;
+		} else {
+			nulls[kColShard] = true; /* a row the policy does not read */
+		}
+	} else {
+		nulls[kColShard] = true;
+	}
+	values[kColKey] = PointerGetDatum(key);
+	values[kColShard] = Int32GetDatum(shard);
+	values[kColTokens] = Float8GetDatum(row.bucket.tokens);
+	values[kColLastRefill] = TimestampTzGetDatum(row.bucket.stamp_us);
+	if (known) {
+		const core::Decision look =
+		    core::Decide(row.bucket, limit, core::Request::Plain(0.0), listing->now);
+		values[kColBalance] = Float8GetDatum(look.remaining);
+		values[kColFullAt] = TimestampTzGetDatum(core::FullAtMicros(look, listing->now));
+	} else {
+		nulls[kColBalance] = true;
+		values[kColFullAt] = TimestampTzGetDatum(row.full_at);
+	}
+	tuplestore_putvalues(listing->set.store, listing->set.desc, values, nulls);
+}
+
 } /* namespace */
 
 } /* namespace ratelimit::pg */
@@ -232,4 +303,25 @@ rate_limit_reset_limit(PG_FUNCTION_ARGS)
 	}
 	pg::EndBatches();
 	return pg::CountResultDatum(fcinfo, pg::kResetLimitSignature, reset);
+}
+
+/*
+ * SELECT * FROM rate_limit_buckets(name): the buckets of limit `name`, in
+ * key order: key, shard (NULL unless the policy splits keys), balance now
+ * (NULL without a policy), when it is full, and the stored tokens and stamp.
+ */
+Datum
+rate_limit_buckets(PG_FUNCTION_ARGS)
+{
+	pg::NameCall call = pg::DecodeNameCall(fcinfo, pg::kBucketsSignature);
+	pg::RequirePrimary(pg::kBucketsSignature);
+	pg::Listing listing{};
+	listing.name = call.name;
+	listing.has_policy = pg::FindPolicy(call.name, &listing.policy);
+	listing.now = pg::ClockNow();
+	listing.set = pg::BeginResultSet(fcinfo, pg::kBucketsSignature);
+	if (listing.set.desc->natts != pg::kBucketColumns)
+		elog(ERROR, "rate_limit_buckets must return %d columns", pg::kBucketColumns);
+	pg::VisitBuckets(call.name, pg::ListBucket, &listing);
+	return (Datum)0;
 }

@@ -534,6 +534,22 @@ ReadBucket(TupleTableSlot *slot)
 	return core::Bucket{tokens, stamp};
 }
 
+/* The whole row in `slot`; full_at is unknown (DT_NOEND) in a database not
+ * yet updated to 0.3.0. */
+StoredBucket
+ReadStoredBucket(Relation heap, TupleTableSlot *slot)
+{
+	bool isnull;
+	StoredBucket row;
+	row.name = DatumGetTextPP(slot_getattr(slot, kAttName, &isnull));
+	row.key = DatumGetTextPP(slot_getattr(slot, kAttKey, &isnull));
+	row.bucket = ReadBucket(slot);
+	row.full_at = RelationGetDescr(heap)->natts >= kAttFullAt
+	                  ? DatumGetTimestampTz(slot_getattr(slot, kAttFullAt, &isnull))
+	                  : DT_NOEND;
+	return row;
+}
+
 /* The row of a bucket that a decision made at `now` stored. */
 HeapTuple
 FormBucketTuple(Relation heap, text *name, text *key, const core::Decision &decision,
@@ -816,6 +832,33 @@ ResetBucketUnlessBusy(text *name, text *key, bool wait)
 	return outcome;
 }
 
+void
+VisitBuckets(text *name, BucketVisitor visit, void *context)
+{
+	OpenRelations rels;
+	OpenStateRelations(AccessShareLock, &rels);
+	ScanKeyData scan_key;
+	ScanKeyEntryInitializeWithInfo(&scan_key, 0, kAttName, BTEqualStrategyNumber, InvalidOid,
+	                               C_COLLATION_OID, &state_relations.key_equal,
+	                               PointerGetDatum(name));
+	SnapshotData dirty;
+	InitDirtySnapshot(dirty);
+	TupleTableSlot *slot = table_slot_create(rels.heap, NULL);
+	IndexScanDesc scan = RlIndexBeginScan(rels.heap, rels.index, &dirty, 1);
+	index_rescan(scan, &scan_key, 1, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, slot)) {
+		CHECK_FOR_INTERRUPTS();
+		/* Another transaction's uncommitted insert or new version: its
+		 * committed predecessor, if any, is the one shown. */
+		if (TransactionIdIsValid(dirty.xmin))
+			continue;
+		visit(ReadStoredBucket(rels.heap, slot), context);
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	CloseStateRelations(&rels);
+}
+
 int
 ListBucketKeys(text *name, text *after, text **keys, int max_keys)
 {
@@ -1046,7 +1089,6 @@ SweepBuckets(BlockNumber first, BlockNumber count, SweepFilter filter, void *con
 	heap_setscanlimits(scan, first, blocks);
 	TupleTableSlot *slot = table_slot_create(rels.heap, NULL);
 	TupleTableSlot *locked = table_slot_create(rels.heap, NULL);
-	const bool has_full_at = RelationGetDescr(rels.heap)->natts >= kAttFullAt;
 	const TimestampTz now = ClockNow();
 	const CommandId cid = GetCurrentCommandId(true);
 
@@ -1056,13 +1098,7 @@ SweepBuckets(BlockNumber first, BlockNumber count, SweepFilter filter, void *con
 		 * speaks for the key. */
 		if (TransactionIdIsValid(dirty.xmin) || TransactionIdIsValid(dirty.xmax))
 			continue;
-		bool isnull;
-		StoredBucket row;
-		row.name = DatumGetTextPP(slot_getattr(slot, kAttName, &isnull));
-		row.key = DatumGetTextPP(slot_getattr(slot, kAttKey, &isnull));
-		row.bucket = ReadBucket(slot);
-		row.full_at =
-		    has_full_at ? DatumGetTimestampTz(slot_getattr(slot, kAttFullAt, &isnull)) : DT_NOEND;
+		StoredBucket row = ReadStoredBucket(rels.heap, slot);
 		if (!filter(row, now, context))
 			continue;
 

@@ -96,6 +96,17 @@ struct StoredBucket {
 	TimestampTz full_at; /* DT_NOEND in a database not yet updated to 0.3.0 */
 };
 
+/* Called by VisitBuckets for each bucket. */
+using BucketVisitor = void (*)(const StoredBucket &row, void *context);
+
+/* Visits every bucket of `name` in key order, as a take would see it: the
+ * latest committed version (or this transaction's own).  Reads through the
+ * primary key with a dirty snapshot: it never waits, and takes no SSI
+ * predicate lock, so a SERIALIZABLE reader makes no later take fail.  It
+ * is a live read, not a snapshot: a bucket written meanwhile may show its
+ * state before or after that write. */
+void VisitBuckets(text *name, BucketVisitor visit, void *context);
+
 /* Whether a sweep deletes `row`, the clock reading `now`. */
 using SweepFilter = bool (*)(const StoredBucket &row, TimestampTz now, void *context);
 
