@@ -518,3 +518,40 @@ LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION @extschema@.rate_limit_buckets(text) IS
     'the buckets of limit name in key order: key, shard (of a policy that splits keys), balance now and when it is full (by the policy; without one, no balance and full_at as last stored), and the stored tokens and last_refill';
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_buckets(text) FROM PUBLIC;
+
+-- Durability, when wanted: in a logged table bucket state is kept across
+-- crashes, streamed to standbys (where rate_limit_check answers) and carried
+-- on after a promotion; every write of it then goes to WAL.  Switching
+-- rewrites the table under an ACCESS EXCLUSIVE lock: calls wait meanwhile.
+-- Withheld from PUBLIC.
+CREATE FUNCTION @extschema@.rate_limit_set_logged(logged boolean)
+RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    was_logged boolean;
+BEGIN
+    IF logged IS NULL THEN
+        RAISE EXCEPTION 'logged must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'true keeps bucket state in a logged table, false in an unlogged one.',
+                  HINT = 'Pass true or false.';
+    END IF;
+    SELECT c.relpersistence OPERATOR(pg_catalog.=) 'p'::"char" INTO was_logged
+      FROM pg_catalog.pg_class c
+     WHERE c.oid OPERATOR(pg_catalog.=) 'ratelimit.buckets'::pg_catalog.regclass;
+    IF was_logged OPERATOR(pg_catalog.=) logged THEN
+        RETURN false;
+    END IF;
+    IF logged THEN
+        ALTER TABLE ratelimit.buckets SET LOGGED;
+    ELSE
+        ALTER TABLE ratelimit.buckets SET UNLOGGED;
+    END IF;
+    RETURN true;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.rate_limit_set_logged(boolean) IS
+    'keeps bucket state in a logged table (true: kept across crashes and on standbys, every write goes to WAL) or an unlogged one (false, the default: emptied by a crash, absent on standbys); rewrites the table; true if it changed';
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_set_logged(boolean) FROM PUBLIC;

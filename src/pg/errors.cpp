@@ -267,13 +267,20 @@ ReportAtomicCall(const char *function, const char *batch)
 }
 
 void
-ReportRecovery(const char *function)
+ReportRecovery(const char *function, bool state_logged)
 {
+	if (state_logged)
+		ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+		                errmsg("cannot execute %s() during recovery", function),
+		                errdetail("A standby server holds bucket state but cannot change it."),
+		                errhint("Call it on the primary server; rate_limit_check() and "
+		                        "rate_limit_buckets() answer on a standby.")));
 	ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 	                errmsg("cannot execute %s() during recovery", function),
 	                errdetail("Bucket state lives in an unlogged table, which standby "
 	                          "servers do not have."),
-	                errhint("Call it on the primary server.")));
+	                errhint("Call it on the primary server, or keep bucket state in a logged "
+	                        "table (rate_limit_set_logged) to read it on a standby.")));
 	pg_unreachable();
 }
 

@@ -45,7 +45,7 @@ enum class CallForm {
 
 /* 25006 / 0A000: the transaction or server cannot run `function`. */
 [[noreturn]] void ReportReadOnly(const char *function);
-[[noreturn]] void ReportRecovery(const char *function);
+[[noreturn]] void ReportRecovery(const char *function, bool state_logged);
 [[noreturn]] void ReportParallelMode(const char *function);
 
 /* 25006: `function` deletes bucket state, in a read-only transaction;

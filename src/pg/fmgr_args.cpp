@@ -13,6 +13,7 @@
 
 #include "pg/errors.hpp"
 #include "pg/policies.hpp"
+#include "pg/storage.hpp"
 
 namespace ratelimit::pg {
 
@@ -413,7 +414,14 @@ void
 RequirePrimary(const Signature &signature)
 {
 	if (RecoveryInProgress())
-		ReportRecovery(signature.function);
+		ReportRecovery(signature.function, BucketStateIsLogged());
+}
+
+void
+RequireReadable(const Signature &signature)
+{
+	if (RecoveryInProgress() && !BucketStateIsLogged())
+		ReportRecovery(signature.function, false);
 }
 
 void

@@ -162,10 +162,11 @@ void CheckNameAndKey(text *name, text *key);
 /* The error of core::Validate(limit, request), if any, for a call of `form`. */
 void CheckRequest(const core::Limit &limit, const core::Request &request, CallForm form);
 
-/* 25006 on a standby, where bucket state cannot be read (its unlogged table
- * is empty); RequireWritable also raises 25006 in a read-only transaction and
- * 25000 in parallel mode. */
+/* 25006 on a standby: RequirePrimary always, RequireReadable unless bucket
+ * state is logged (an unlogged table is empty there); RequireWritable also
+ * raises 25006 in a read-only transaction and 25000 in parallel mode. */
 void RequirePrimary(const Signature &signature);
+void RequireReadable(const Signature &signature);
 void RequireWritable(const Signature &signature);
 
 /* The rate_limit_decision row of `decision` under `limit`, labelled `label`. */

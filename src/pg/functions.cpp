@@ -40,14 +40,15 @@ namespace ratelimit::pg {
 
 namespace {
 
-/* A take writes its bucket; a check only reads it, on the primary. */
+/* A take writes its bucket; a check only reads it, on the primary or, when
+ * bucket state is logged, on a standby too. */
 void
 RequireFor(const Signature &signature, Operation::Kind kind)
 {
 	if (kind == Operation::kTake)
 		RequireWritable(signature);
 	else
-		RequirePrimary(signature);
+		RequireReadable(signature);
 }
 
 /* Take or check with the limit the call gives. */

@@ -314,7 +314,7 @@ Datum
 rate_limit_buckets(PG_FUNCTION_ARGS)
 {
 	pg::NameCall call = pg::DecodeNameCall(fcinfo, pg::kBucketsSignature);
-	pg::RequirePrimary(pg::kBucketsSignature);
+	pg::RequireReadable(pg::kBucketsSignature);
 	pg::Listing listing{};
 	listing.name = call.name;
 	listing.has_policy = pg::FindPolicy(call.name, &listing.policy);

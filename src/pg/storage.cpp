@@ -56,6 +56,10 @@
  * - The latest version this transaction wrote of a key is remembered by TID
  *   (LatestVersion), so N takes of one key in one transaction do not walk
  *   the N versions it created on every lookup.
+ * - On a standby (logged state only: rate_limit_set_logged) nothing is
+ *   written and nothing waits: a check answers on what the primary has
+ *   committed, as a peek does, and a first insert still in flight there
+ *   counts as no bucket yet.
  * - A sweep (SweepBuckets: rate_limit_purge) reads a range of heap blocks
  *   with a dirty snapshot, skips every row a transaction is writing, locks
  *   each row it would delete without waiting (a row locked or replaced
@@ -108,11 +112,12 @@ struct StateRelations {
 	Oid index_oids[kMaxIndexes];
 	IndexInfo *index_info[kMaxIndexes]; /* allocated in context */
 	int lookup;                         /* position of the index lookups use */
+	bool logged;                        /* relpersistence is permanent */
 	FmgrInfo key_equal;                 /* texteq, for the lookup's scan keys */
 	MemoryContext context;
 };
 
-StateRelations state_relations = {false, 0, InvalidOid, 0, {}, {}, 0, {}, NULL};
+StateRelations state_relations = {false, 0, InvalidOid, 0, {}, {}, 0, false, {}, NULL};
 
 /* The table and its indexes, open for one call. */
 struct OpenRelations {
@@ -257,6 +262,7 @@ LoadStateRelations(LOCKMODE mode)
 
 	state_relations.nindexes = nindexes;
 	state_relations.lookup = lookup;
+	state_relations.logged = heap->rd_rel->relpersistence == RELPERSISTENCE_PERMANENT;
 	state_relations.valid = state_relations.invalidations == invalidations;
 	table_close(heap, NoLock);
 }
@@ -501,6 +507,12 @@ FindLatest(const OpenRelations &rels, BucketLookup *lookup, Snapshot dirty, Tupl
 		if (FindBucket(rels.heap, rels.index, lookup->keys, dirty, slot)) {
 			if (!TransactionIdIsValid(dirty->xmin))
 				return true;
+			/* A standby answers on what the primary committed, without
+			 * waiting: a first insert in flight there is no bucket yet. */
+			if (RecoveryInProgress()) {
+				ExecClearTuple(slot);
+				return false;
+			}
 			if (new_key != NULL)
 				ReleaseNewKeyLock(new_key);
 			/* Wait holding no buffer pin, so the page can be pruned. */
@@ -666,6 +678,14 @@ Writes(const Operation &operation)
 } /* namespace */
 
 bool
+BucketStateIsLogged()
+{
+	while (!state_relations.valid)
+		LoadStateRelations(AccessShareLock);
+	return state_relations.logged;
+}
+
+bool
 StartsBelowFull(const Operation &operation, const core::Limit &limit)
 {
 	return operation.has_initial && operation.initial < limit.burst;
@@ -738,7 +758,9 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 		decision = Evaluate(operation, ReadBucket(slot), limit, now);
 		if (!decision.allowed && (!writes || !decision.write))
 			break; /* lock-free denial on the latest committed version */
-		if (TransactionIdIsValid(dirty.xmax) && operation.kind != Operation::kPeek) {
+		/* A standby (checks only) answers without waiting, as a peek. */
+		if (TransactionIdIsValid(dirty.xmax) && operation.kind != Operation::kPeek &&
+		    !RecoveryInProgress()) {
 			/* Granted only if an in-flight writer leaves enough: wait for it
 			 * (queued, holding nothing) and decide again. */
 			ItemPointerData tid = slot->tts_tid;

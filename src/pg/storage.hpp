@@ -35,6 +35,10 @@ struct Operation {
  * first sighting must then be stored, or it would never start earning. */
 bool StartsBelowFull(const Operation &operation, const core::Limit &limit);
 
+/* Whether ratelimit.buckets is a logged table (rate_limit_set_logged): kept
+ * across crashes and on streaming standbys. */
+bool BucketStateIsLogged();
+
 /* The OID of relation `relname` in the extension's schema, or InvalidOid. */
 Oid StateRelationOid(const char *relname);
 
