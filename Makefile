@@ -18,6 +18,7 @@ OBJS = \
 	src/pg/module.o \
 	src/pg/policies.o \
 	src/pg/sharding.o \
+	src/pg/stats.o \
 	src/pg/storage.o \
 	src/pg/take_all.o
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)

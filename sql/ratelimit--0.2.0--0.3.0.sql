@@ -555,3 +555,58 @@ $$;
 COMMENT ON FUNCTION @extschema@.rate_limit_set_logged(boolean) IS
     'keeps bucket state in a logged table (true: kept across crashes and on standbys, every write goes to WAL) or an unlogged one (false, the default: emptied by a crash, absent on standbys); rewrites the table; true if it changed';
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_set_logged(boolean) FROM PUBLIC;
+
+-- Counters of takes per limit, in the style of pg_stat_statements: since
+-- the server started or the counters were last reset, not transactional (a
+-- take rolled back stays counted).  Shared memory: before PostgreSQL 17 only
+-- with ratelimit in shared_preload_libraries, otherwise reading them says so.
+-- Readable by pg_read_all_stats; resetting is granted deliberately.
+CREATE FUNCTION @extschema@.rate_limit_stats(
+    OUT name              text,
+    OUT grants            bigint,
+    OUT denials           bigint,
+    OUT tokens_granted    float8,
+    OUT reservations      bigint,
+    OUT lock_wait_seconds float8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'rate_limit_stats'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.rate_limit_stats() IS
+    'per limit, the takes counted since the last reset: grants, denials, tokens granted, reservations (grants into debt) and seconds spent waiting for other transactions'' row locks';
+
+CREATE VIEW @extschema@.rate_limit_stats AS
+SELECT s.name, s.grants, s.denials, s.tokens_granted, s.reservations, s.lock_wait_seconds
+  FROM @extschema@.rate_limit_stats() AS s;
+COMMENT ON VIEW @extschema@.rate_limit_stats IS
+    'per limit, the takes counted since the last reset (rate_limit_stats_reset)';
+
+CREATE FUNCTION @extschema@.rate_limit_stats_info(
+    OUT dropped     bigint,
+    OUT stats_reset timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'rate_limit_stats_info'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.rate_limit_stats_info() IS
+    'takes not counted because ratelimit.stats_limits limits were counted already, and when the counters were last reset';
+
+CREATE VIEW @extschema@.rate_limit_stats_info AS
+SELECT i.dropped, i.stats_reset FROM @extschema@.rate_limit_stats_info() AS i;
+COMMENT ON VIEW @extschema@.rate_limit_stats_info IS
+    'takes not counted for want of room, and when the counters were last reset';
+
+CREATE FUNCTION @extschema@.rate_limit_stats_reset(name text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rate_limit_stats_reset'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.rate_limit_stats_reset(text) IS
+    'zeroes the take counters of limit name, or of every limit (NULL)';
+
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_stats() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_stats_info() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_stats_reset(text) FROM PUBLIC;
+REVOKE ALL ON @extschema@.rate_limit_stats FROM PUBLIC;
+REVOKE ALL ON @extschema@.rate_limit_stats_info FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_stats() TO pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_stats_info() TO pg_read_all_stats;
+GRANT SELECT ON @extschema@.rate_limit_stats TO pg_read_all_stats;
+GRANT SELECT ON @extschema@.rate_limit_stats_info TO pg_read_all_stats;

@@ -82,6 +82,34 @@ extern "C" {
 #define RlReserveGucPrefix(prefix) EmitWarningsOnPlaceholders(prefix)
 #endif
 
+/* Before 15 a procedure's SPI_commit left no transaction open: the next one
+ * had to be started by hand. */
+#if PG_VERSION_NUM >= 150000
+#define RlStartNextTransaction() ((void)0)
+#else
+#define RlStartNextTransaction() SPI_start_transaction()
+#endif
+
+/*
+ * Shared memory for an extension: requested from shmem_request_hook since 15
+ * (RlRequestShmem installs it), from _PG_init before.  17 added named DSM
+ * segments, which a library loaded after server start may create
+ * (RL_HAVE_DSM_REGISTRY).
+ */
+#if PG_VERSION_NUM >= 150000
+#define RL_SHMEM_REQUEST_HOOK 1
+#else
+#define RL_SHMEM_REQUEST_HOOK 0
+#endif
+#if PG_VERSION_NUM >= 170000
+extern "C" {
+#include "storage/dsm_registry.h"
+}
+#define RL_HAVE_DSM_REGISTRY 1
+#else
+#define RL_HAVE_DSM_REGISTRY 0
+#endif
+
 /* The extension's version, from ratelimit.control (the Makefile passes it). */
 #ifndef RATELIMIT_VERSION
 #error "RATELIMIT_VERSION must be defined: build with the project's Makefile"

@@ -267,6 +267,18 @@ ReportAtomicCall(const char *function, const char *batch)
 }
 
 void
+ReportStatsUnavailable()
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+	         errmsg("rate limit statistics need ratelimit in shared_preload_libraries"),
+	         errdetail("Before PostgreSQL 17 an extension gets shared memory only when the server "
+	                   "starts, so no take has been counted."),
+	         errhint("Add ratelimit to shared_preload_libraries and restart the server.")));
+	pg_unreachable();
+}
+
+void
 ReportRecovery(const char *function, bool state_logged)
 {
 	if (state_logged)

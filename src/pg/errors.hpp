@@ -55,6 +55,10 @@ enum class CallForm {
 [[noreturn]] void ReportReadOnlyDelete(const char *function);
 [[noreturn]] void ReportAtomicCall(const char *function, const char *batch);
 
+/* 55000: the take counters have no shared memory (before PostgreSQL 17,
+ * without shared_preload_libraries). */
+[[noreturn]] void ReportStatsUnavailable();
+
 /* 22023 / 54000: bad arrays for rate_limit_take_all. */
 [[noreturn]] void ReportBadLimitList(const char *why);
 [[noreturn]] void ReportTooManyLimits(int count, int max_count);

@@ -125,6 +125,12 @@ constexpr ArgSpec kBucketsArgs[] = {
     {"name", "Pass the name of the limit whose buckets to list."},
 };
 const Signature kBucketsSignature = {"rate_limit_buckets", kBucketsArgs, lengthof(kBucketsArgs)};
+constexpr ArgSpec kStatsResetArgs[] = {
+    {"name", kNullAllowed},
+};
+const Signature kStatsSignature = {"rate_limit_stats", NULL, 0};
+const Signature kStatsResetSignature = {"rate_limit_stats_reset", kStatsResetArgs,
+                                        lengthof(kStatsResetArgs)};
 const Signature kResetLimitSignature = {"rate_limit_reset_limit", kResetLimitArgs,
                                         lengthof(kResetLimitArgs)};
 const Signature kTakeAllSignature = {"rate_limit_take_all", kTakeAllArgs, lengthof(kTakeAllArgs)};
@@ -329,7 +335,7 @@ NameCall
 DecodeNameCall(FunctionCallInfo fcinfo, const Signature &signature)
 {
 	Assert(signature.args == kPurgeArgs || signature.args == kResetLimitArgs ||
-	       signature.args == kBucketsArgs);
+	       signature.args == kBucketsArgs || signature.args == kStatsResetArgs);
 	CheckArgs(fcinfo, signature);
 	NameCall call = {PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0)};
 	if (call.name != NULL) {

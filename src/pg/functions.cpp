@@ -15,6 +15,7 @@
 #include "pg/fmgr_args.hpp"
 #include "pg/policies.hpp"
 #include "pg/sharding.hpp"
+#include "pg/stats.hpp"
 #include "pg/storage.hpp"
 #include "pg/take_all.hpp"
 
@@ -57,8 +58,11 @@ BucketDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::K
 {
 	BucketCall call = DecodeBucketCall(fcinfo, signature);
 	RequireFor(signature, kind);
+	const int64 waited = BucketWaitMicros();
 	core::Decision decision =
 	    DecideBucket(call.name, call.key, call.limit, {kind, call.request, 0.0});
+	if (kind == Operation::kTake)
+		CountTake(call.name, call.request.cost, decision, BucketWaitMicros() - waited);
 	return DecisionDatum(fcinfo, decision, call.limit, call.label);
 }
 
@@ -76,12 +80,15 @@ PolicyDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::K
 	core::Request request = PolicyRequest(policy, call.cost, call.max_wait);
 	CheckRequest(limit, request, CallForm::kPolicy);
 	core::Decision decision;
+	const int64 waited = BucketWaitMicros();
 	if (policy.shards > 1) {
 		decision = ShardedDecision(call.name, call.key, policy, limit, kind, request);
 	} else {
 		Operation operation{kind, request, 0.0, policy.has_initial, policy.initial};
 		decision = DecideBucket(call.name, call.key, limit, operation);
 	}
+	if (kind == Operation::kTake)
+		CountTake(call.name, call.cost, decision, BucketWaitMicros() - waited);
 	if (policy.jitter > 0.0 && !decision.allowed)
 		decision.retry_after = core::Jittered(decision.retry_after, policy.jitter,
 		                                      BucketHash(call.name, call.key, kJitterSeed));
@@ -106,7 +113,17 @@ TakeAllDecision(FunctionCallInfo fcinfo, const Signature &signature)
 	TakeAllCall call = DecodeTakeAllCall(fcinfo, signature);
 	LimitList limits = ReadLimitList(call);
 	RequireWritable(signature);
-	return AllDecisionDatum(fcinfo, TakeAllLimits(limits, call.max_wait));
+	const int64 waited = BucketWaitMicros();
+	AllDecision decision = TakeAllLimits(limits, call.max_wait);
+	/* Each limit counts the call's outcome, its own cost and the call's wait. */
+	const int64 wait = BucketWaitMicros() - waited;
+	for (int i = 0; i < decision.count; i++) {
+		core::Decision outcome = decision.decisions[i];
+		outcome.allowed = decision.allowed;
+		CountTake(DatumGetTextPP(limits.names[i]),
+		          limits.costs != NULL ? DatumGetFloat8(limits.costs[i]) : 1.0, outcome, wait);
+	}
+	return AllDecisionDatum(fcinfo, decision);
 }
 
 } /* namespace */

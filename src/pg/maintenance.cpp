@@ -12,6 +12,8 @@
  *   no other row, so that it cannot deadlock with a caller holding several.
  * - rate_limit_buckets() lists the buckets of a limit as takes see them,
  *   without waiting and without SSI predicate locks (VisitBuckets).
+ * - rate_limit_stats() and its companions read and reset the per-limit
+ *   counters of takes (src/pg/stats.cpp).
  * Only plain data is alive here: a PostgreSQL error is a longjmp that skips
  * C++ destructors.
  */
@@ -24,12 +26,16 @@
 #include "pg/fmgr_args.hpp"
 #include "pg/policies.hpp"
 #include "pg/sharding.hpp"
+#include "pg/stats.hpp"
 #include "pg/storage.hpp"
 
 extern "C" {
 PG_FUNCTION_INFO_V1(rate_limit_purge);
 PG_FUNCTION_INFO_V1(rate_limit_reset_limit);
 PG_FUNCTION_INFO_V1(rate_limit_buckets);
+PG_FUNCTION_INFO_V1(rate_limit_stats);
+PG_FUNCTION_INFO_V1(rate_limit_stats_info);
+PG_FUNCTION_INFO_V1(rate_limit_stats_reset);
 }
 
 namespace ratelimit::pg {
@@ -128,9 +134,7 @@ CommitBatch(MemoryContext outer)
 	PopActiveSnapshot();
 	MemoryContextSwitchTo(outer);
 	SPI_commit();
-#if PG_VERSION_NUM < 150000
-	SPI_start_transaction();
-#endif
+	RlStartNextTransaction();
 }
 
 void
@@ -138,6 +142,18 @@ EndBatches()
 {
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "could not disconnect from SPI");
+}
+
+/* One row of rate_limit_stats. */
+void
+ListStats(const LimitStats &stats, void *context)
+{
+	const ResultSet *set = static_cast<const ResultSet *>(context);
+	Datum values[6] = {PointerGetDatum(stats.name),       Int64GetDatum(stats.grants),
+	                   Int64GetDatum(stats.denials),      Float8GetDatum(stats.tokens_granted),
+	                   Int64GetDatum(stats.reservations), Float8GetDatum(stats.lock_wait_seconds)};
+	bool nulls[6] = {};
+	tuplestore_putvalues(set->store, set->desc, values, nulls);
 }
 
 /* The columns of rate_limit_buckets. */
@@ -324,4 +340,42 @@ rate_limit_buckets(PG_FUNCTION_ARGS)
 		elog(ERROR, "rate_limit_buckets must return %d columns", pg::kBucketColumns);
 	pg::VisitBuckets(call.name, pg::ListBucket, &listing);
 	return (Datum)0;
+}
+
+/*
+ * SELECT * FROM rate_limit_stats(): per limit, the takes counted since the
+ * last reset: grants, denials, tokens granted, reservations and seconds
+ * spent waiting for other transactions' row locks.
+ */
+Datum
+rate_limit_stats(PG_FUNCTION_ARGS)
+{
+	pg::ResultSet set = pg::BeginResultSet(fcinfo, pg::kStatsSignature);
+	if (set.desc->natts != 6)
+		elog(ERROR, "rate_limit_stats must return 6 columns");
+	pg::VisitStats(pg::ListStats, &set);
+	return (Datum)0;
+}
+
+/* rate_limit_stats_info(): takes not counted for want of room, and when
+ * the counters were last reset. */
+Datum
+rate_limit_stats_info(PG_FUNCTION_ARGS)
+{
+	TupleDesc desc;
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE || desc->natts != 2)
+		elog(ERROR, "rate_limit_stats_info must return 2 columns");
+	Datum values[2] = {Int64GetDatum(pg::StatsDropped()), TimestampTzGetDatum(pg::StatsResetAt())};
+	bool nulls[2] = {false, false};
+	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
+}
+
+/* rate_limit_stats_reset(name => NULL): zeroes the counters of limit name,
+ * or of every limit. */
+Datum
+rate_limit_stats_reset(PG_FUNCTION_ARGS)
+{
+	pg::NameCall call = pg::DecodeNameCall(fcinfo, pg::kStatsResetSignature);
+	pg::ResetStats(call.name);
+	PG_RETURN_VOID();
 }

@@ -8,6 +8,7 @@
 
 #include "pg/clock.hpp"
 #include "pg/policies.hpp"
+#include "pg/stats.hpp"
 #include "pg/storage.hpp"
 
 extern "C" {
@@ -20,6 +21,7 @@ void
 _PG_init(void)
 {
 	ratelimit::pg::DefineClockSettings();
+	ratelimit::pg::DefineStatsSettings();
 	RlReserveGucPrefix("ratelimit");
 	ratelimit::pg::RegisterStorageCallbacks();
 	ratelimit::pg::RegisterPolicyCallbacks();

@@ -141,6 +141,18 @@ struct LatestVersion {
 constexpr int kLatestVersions = 256;
 LatestVersion latest_versions[kLatestVersions];
 
+/* BucketWaitMicros: the clock is read only around waits. */
+int64 wait_micros = 0;
+
+/* Counts the time from `started` (GetCurrentTimestamp) as waiting. */
+void
+CountWait(TimestampTz started)
+{
+	const TimestampTz ended = GetCurrentTimestamp();
+	if (ended > started)
+		wait_micros += ended - started;
+}
+
 void
 ForgetLatestVersions()
 {
@@ -518,7 +530,9 @@ FindLatest(const OpenRelations &rels, BucketLookup *lookup, Snapshot dirty, Tupl
 			/* Wait holding no buffer pin, so the page can be pruned. */
 			ItemPointerData tid = slot->tts_tid;
 			ExecClearTuple(slot);
+			const TimestampTz started = GetCurrentTimestamp();
 			XactLockTableWait(dirty->xmin, rels.heap, &tid, XLTW_None);
+			CountWait(started);
 			continue;
 		}
 		if (!sure || moves++ >= kMissRetries ||
@@ -677,6 +691,12 @@ Writes(const Operation &operation)
 
 } /* namespace */
 
+int64
+BucketWaitMicros()
+{
+	return wait_micros;
+}
+
 bool
 BucketStateIsLogged()
 {
@@ -765,7 +785,9 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 			 * (queued, holding nothing) and decide again. */
 			ItemPointerData tid = slot->tts_tid;
 			ExecClearTuple(slot); /* no buffer pin while waiting: the page can be pruned */
+			const TimestampTz started = GetCurrentTimestamp();
 			WaitForWriter(rels.heap, &queue, &tid, dirty.xmax);
+			CountWait(started);
 			continue;
 		}
 		if (!writes || !decision.write)
@@ -956,7 +978,10 @@ LockAndTakeAll(const OpenRelations &rels, BucketTake *takes, TakeRow *rows, int 
 	for (int i = 0; i < count; i++) {
 		for (;;) {
 			if (FindLatest(rels, &rows[i].lookup, dirty, slot, true, &rows[i].new_key)) {
-				if (!LockLatestVersion(rels.heap, slot, dirty, cid))
+				const TimestampTz started = GetCurrentTimestamp();
+				const bool locked = LockLatestVersion(rels.heap, slot, dirty, cid);
+				CountWait(started);
+				if (!locked)
 					continue;
 				rows[i].exists = true;
 				rows[i].tid = slot->tts_tid;

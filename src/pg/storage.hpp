@@ -39,6 +39,11 @@ bool StartsBelowFull(const Operation &operation, const core::Limit &limit);
  * across crashes and on streaming standbys. */
 bool BucketStateIsLogged();
 
+/* Microseconds this backend has spent waiting for other transactions'
+ * writes of buckets (row locks), ever: the difference across a call is that
+ * call's wait. */
+int64 BucketWaitMicros();
+
 /* The OID of relation `relname` in the extension's schema, or InvalidOid. */
 Oid StateRelationOid(const char *relname);
 

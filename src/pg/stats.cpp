@@ -1,0 +1,329 @@
+/*
+ * src/pg/stats.cpp
+ *
+ * Per-limit counters of takes in shared memory: a fixed table of
+ * ratelimit.stats_limits entries, open addressing by a hash of the limit's
+ * name.  Entries are claimed once and never move or go away (a reset zeroes
+ * their counters), so a take finds its entry without any lock.
+ *
+ * Locking rules
+ * - An entry is claimed by compare-and-swap of its state from empty to
+ *   claimed; its claimer writes the name, then (after a write barrier) sets
+ *   it ready.  Readers use an entry only once it is ready; one that finds it
+ *   claimed waits for that (a few instructions).
+ * - Counters are atomics, added to without a lock; tokens granted, a double,
+ *   by compare-and-swap of its bits.
+ * - The reset time is guarded by the table's spinlock.
+ * - A reset zeroes counters one by one, without stopping takes: a take that
+ *   races with it may be counted before or after it.
+ */
+#include "pg/stats.hpp"
+
+#include "pg/bucket_keys.hpp"
+#include "pg/errors.hpp"
+
+namespace ratelimit::pg {
+
+namespace {
+
+enum EntryState : uint32 { kEmpty = 0, kClaimed = 1, kReady = 2 };
+
+struct StatsEntry {
+	pg_atomic_uint32 state;
+	uint32 hash;
+	int name_bytes;
+	char name[kMaxNameBytes];
+	pg_atomic_uint64 grants;
+	pg_atomic_uint64 denials;
+	pg_atomic_uint64 tokens_bits; /* a double's bits */
+	pg_atomic_uint64 reservations;
+	pg_atomic_uint64 wait_us;
+};
+
+struct StatsTable {
+	slock_t mutex;
+	TimestampTz reset_at;     /* under mutex */
+	pg_atomic_uint64 dropped; /* takes not counted: no entry free for their limit */
+	int capacity;
+	StatsEntry entries[FLEXIBLE_ARRAY_MEMBER];
+};
+
+constexpr const char *kSegmentName = "ratelimit_stats";
+
+/* Settings. */
+int stats_limits = 1000;
+bool track_stats = true;
+
+/* This backend's view of the table: set at server start when preloaded,
+ * else (from 17) on first use. */
+StatsTable *stats_table = NULL;
+bool preloaded = false;
+
+#if RL_SHMEM_REQUEST_HOOK
+shmem_request_hook_type prev_shmem_request_hook = NULL;
+#endif
+shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+Size
+TableSize(int capacity)
+{
+	return add_size(offsetof(StatsTable, entries), mul_size(capacity, sizeof(StatsEntry)));
+}
+
+void
+ZeroCounters(StatsEntry *entry)
+{
+	pg_atomic_write_u64(&entry->grants, 0);
+	pg_atomic_write_u64(&entry->denials, 0);
+	pg_atomic_write_u64(&entry->tokens_bits, 0); /* the bits of 0.0 */
+	pg_atomic_write_u64(&entry->reservations, 0);
+	pg_atomic_write_u64(&entry->wait_us, 0);
+}
+
+void
+InitTable(void *memory)
+{
+	StatsTable *table = static_cast<StatsTable *>(memory);
+	SpinLockInit(&table->mutex);
+	table->reset_at = GetCurrentTimestamp();
+	pg_atomic_init_u64(&table->dropped, 0);
+	table->capacity = stats_limits;
+	for (int i = 0; i < table->capacity; i++) {
+		StatsEntry *entry = &table->entries[i];
+		pg_atomic_init_u32(&entry->state, kEmpty);
+		pg_atomic_init_u64(&entry->grants, 0);
+		pg_atomic_init_u64(&entry->denials, 0);
+		pg_atomic_init_u64(&entry->tokens_bits, 0);
+		pg_atomic_init_u64(&entry->reservations, 0);
+		pg_atomic_init_u64(&entry->wait_us, 0);
+	}
+}
+
+#if RL_SHMEM_REQUEST_HOOK
+void
+RequestStatsMemory()
+{
+	if (prev_shmem_request_hook != NULL)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(TableSize(stats_limits));
+}
+#endif
+
+void
+AttachStatsMemory()
+{
+	if (prev_shmem_startup_hook != NULL)
+		prev_shmem_startup_hook();
+	bool found;
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	StatsTable *table =
+	    static_cast<StatsTable *>(ShmemInitStruct(kSegmentName, TableSize(stats_limits), &found));
+	if (!found)
+		InitTable(table);
+	LWLockRelease(AddinShmemInitLock);
+	stats_table = table;
+}
+
+/* The table, or NULL when there is no shared memory for it. */
+StatsTable *
+Table()
+{
+#if RL_HAVE_DSM_REGISTRY
+	if (stats_table == NULL && !preloaded) {
+		bool found;
+		stats_table = static_cast<StatsTable *>(
+		    GetNamedDSMSegment(kSegmentName, TableSize(stats_limits), InitTable, &found));
+	}
+#endif
+	return stats_table;
+}
+
+uint32
+NameHash(const char *name, int bytes)
+{
+	return static_cast<uint32>(
+	    hash_bytes_extended(reinterpret_cast<const unsigned char *>(name), bytes, 0x72617465));
+}
+
+/* The ready entry of `name`, claimed if it has none; NULL when the table
+ * is full. */
+StatsEntry *
+FindEntry(StatsTable *table, const char *name, int bytes, bool claim)
+{
+	const uint32 hash = NameHash(name, bytes);
+	const int capacity = table->capacity;
+	for (int probe = 0; probe < capacity; probe++) {
+		StatsEntry *entry = &table->entries[(hash + probe) % capacity];
+		uint32 state = pg_atomic_read_u32(&entry->state);
+		if (state == kEmpty) {
+			if (!claim)
+				return NULL;
+			uint32 expected = kEmpty;
+			if (pg_atomic_compare_exchange_u32(&entry->state, &expected, kClaimed)) {
+				entry->hash = hash;
+				entry->name_bytes = bytes;
+				memcpy(entry->name, name, bytes);
+				ZeroCounters(entry);
+				pg_write_barrier();
+				pg_atomic_write_u32(&entry->state, kReady);
+				return entry;
+			}
+			state = expected;
+		}
+		/* Claimed by another backend: ready in a moment. */
+		while (state == kClaimed) {
+			pg_spin_delay();
+			state = pg_atomic_read_u32(&entry->state);
+		}
+		pg_read_barrier();
+		if (entry->hash == hash && entry->name_bytes == bytes &&
+		    memcmp(entry->name, name, bytes) == 0)
+			return entry;
+	}
+	return NULL;
+}
+
+void
+AddDouble(pg_atomic_uint64 *target, double amount)
+{
+	uint64 old_bits = pg_atomic_read_u64(target);
+	for (;;) {
+		double old_value;
+		memcpy(&old_value, &old_bits, sizeof(old_value));
+		double new_value = old_value + amount;
+		uint64 new_bits;
+		memcpy(&new_bits, &new_value, sizeof(new_bits));
+		if (pg_atomic_compare_exchange_u64(target, &old_bits, new_bits))
+			return;
+	}
+}
+
+double
+ReadDouble(pg_atomic_uint64 *source)
+{
+	uint64 bits = pg_atomic_read_u64(source);
+	double value;
+	memcpy(&value, &bits, sizeof(value));
+	return value;
+}
+
+StatsTable *
+RequireTable()
+{
+	StatsTable *table = Table();
+	if (table == NULL)
+		ReportStatsUnavailable();
+	return table;
+}
+
+} /* namespace */
+
+void
+DefineStatsSettings()
+{
+	DefineCustomBoolVariable("ratelimit.track_stats",
+	                         "Counts takes per limit for rate_limit_stats.", NULL, &track_stats,
+	                         true, PGC_SUSET, 0, NULL, NULL, NULL);
+	/* The size of shared memory set aside at server start: only then. */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	DefineCustomIntVariable(
+	    "ratelimit.stats_limits", "How many limits rate_limit_stats counts takes of.",
+	    "Takes of further limits are counted only as dropped.  Sets the size of the counters' "
+	    "shared memory, about 330 bytes a limit.  Without shared_preload_libraries (PostgreSQL "
+	    "17 and later), 1000.",
+	    &stats_limits, 1000, 1, 100000, PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	preloaded = true;
+#if RL_SHMEM_REQUEST_HOOK
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = RequestStatsMemory;
+#else
+	RequestAddinShmemSpace(TableSize(stats_limits));
+#endif
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = AttachStatsMemory;
+}
+
+void
+CountTake(text *name, double cost, const core::Decision &decision, int64 waited_us)
+{
+	if (!track_stats)
+		return;
+	StatsTable *table = Table();
+	if (table == NULL)
+		return;
+	StatsEntry *entry = FindEntry(table, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name), true);
+	if (entry == NULL) {
+		pg_atomic_fetch_add_u64(&table->dropped, 1);
+		return;
+	}
+	if (decision.allowed) {
+		pg_atomic_fetch_add_u64(&entry->grants, 1);
+		if (cost > 0.0)
+			AddDouble(&entry->tokens_bits, cost);
+		if (decision.remaining < 0.0)
+			pg_atomic_fetch_add_u64(&entry->reservations, 1);
+	} else {
+		pg_atomic_fetch_add_u64(&entry->denials, 1);
+	}
+	if (waited_us > 0)
+		pg_atomic_fetch_add_u64(&entry->wait_us, static_cast<uint64>(waited_us));
+}
+
+void
+VisitStats(StatsVisitor visit, void *context)
+{
+	StatsTable *table = RequireTable();
+	for (int i = 0; i < table->capacity; i++) {
+		StatsEntry *entry = &table->entries[i];
+		if (pg_atomic_read_u32(&entry->state) != kReady)
+			continue;
+		pg_read_barrier();
+		LimitStats stats;
+		stats.name = cstring_to_text_with_len(entry->name, entry->name_bytes);
+		stats.grants = static_cast<int64>(pg_atomic_read_u64(&entry->grants));
+		stats.denials = static_cast<int64>(pg_atomic_read_u64(&entry->denials));
+		stats.tokens_granted = ReadDouble(&entry->tokens_bits);
+		stats.reservations = static_cast<int64>(pg_atomic_read_u64(&entry->reservations));
+		stats.lock_wait_seconds =
+		    static_cast<double>(pg_atomic_read_u64(&entry->wait_us)) / 1000000.0;
+		visit(stats, context);
+	}
+}
+
+TimestampTz
+StatsResetAt()
+{
+	StatsTable *table = RequireTable();
+	SpinLockAcquire(&table->mutex);
+	TimestampTz at = table->reset_at;
+	SpinLockRelease(&table->mutex);
+	return at;
+}
+
+int64
+StatsDropped()
+{
+	return static_cast<int64>(pg_atomic_read_u64(&RequireTable()->dropped));
+}
+
+void
+ResetStats(text *name)
+{
+	StatsTable *table = RequireTable();
+	if (name != NULL) {
+		StatsEntry *entry = FindEntry(table, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name), false);
+		if (entry != NULL)
+			ZeroCounters(entry);
+		return;
+	}
+	for (int i = 0; i < table->capacity; i++)
+		if (pg_atomic_read_u32(&table->entries[i].state) == kReady)
+			ZeroCounters(&table->entries[i]);
+	pg_atomic_write_u64(&table->dropped, 0);
+	SpinLockAcquire(&table->mutex);
+	table->reset_at = GetCurrentTimestamp();
+	SpinLockRelease(&table->mutex);
+}
+
+} /* namespace ratelimit::pg */
