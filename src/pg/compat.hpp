@@ -91,23 +91,49 @@ extern "C" {
 #endif
 
 /*
- * Shared memory for an extension: requested from shmem_request_hook since 15
- * (RlRequestShmem installs it), from _PG_init before.  17 added named DSM
- * segments, which a library loaded after server start may create
- * (RL_HAVE_DSM_REGISTRY).
+ * Shared memory for an extension loaded by shared_preload_libraries: since 15
+ * asked for from shmem_request_hook, before from _PG_init itself.
+ * RlRequestShmem(request, size) installs `request` (a void function that
+ * calls RequestAddinShmemSpace) or asks for `size` at once.
  */
 #if PG_VERSION_NUM >= 150000
-#define RL_SHMEM_REQUEST_HOOK 1
+#define RlRequestShmem(request, size)                                                              \
+	do {                                                                                           \
+		rl_prev_shmem_request_hook = shmem_request_hook;                                           \
+		shmem_request_hook = (request);                                                            \
+	} while (0)
+#define RlChainShmemRequest()                                                                      \
+	do {                                                                                           \
+		if (rl_prev_shmem_request_hook != NULL)                                                    \
+			rl_prev_shmem_request_hook();                                                          \
+	} while (0)
+inline shmem_request_hook_type rl_prev_shmem_request_hook = NULL;
 #else
-#define RL_SHMEM_REQUEST_HOOK 0
+#define RlRequestShmem(request, size) RequestAddinShmemSpace(size)
+#define RlChainShmemRequest()         ((void)0)
 #endif
+
+/*
+ * 17 added named DSM segments, which a library loaded after server start may
+ * create: RlNamedSegment(name, size, init) attaches to (or creates) one, and
+ * is NULL before 17.
+ */
 #if PG_VERSION_NUM >= 170000
 extern "C" {
 #include "storage/dsm_registry.h"
 }
-#define RL_HAVE_DSM_REGISTRY 1
+static inline void *
+RlNamedSegment(const char *name, Size size, void (*init)(void *))
+{
+	bool found;
+	return GetNamedDSMSegment(name, size, init, &found);
+}
 #else
-#define RL_HAVE_DSM_REGISTRY 0
+static inline void *
+RlNamedSegment(const char *, Size, void (*)(void *))
+{
+	return NULL;
+}
 #endif
 
 /* The extension's version, from ratelimit.control (the Makefile passes it). */

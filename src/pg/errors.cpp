@@ -256,7 +256,7 @@ ReportAtomicCall(const char *function, const char *batch)
 {
 	ereport(ERROR,
 	        (errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
-	         errmsg("%s cannot run inside a transaction block", function),
+	         errmsg("%s() cannot run inside a transaction block or a function", function),
 	         errdetail("It commits after each batch of %s, so that no batch holds its row locks "
 	                   "for long.",
 	                   batch),
@@ -271,7 +271,7 @@ ReportStatsUnavailable()
 {
 	ereport(ERROR,
 	        (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-	         errmsg("rate limit statistics need ratelimit in shared_preload_libraries"),
+	         errmsg("rate limit statistics need ratelimit in \"shared_preload_libraries\""),
 	         errdetail("Before PostgreSQL 17 an extension gets shared memory only when the server "
 	                   "starts, so no take has been counted."),
 	         errhint("Add ratelimit to shared_preload_libraries and restart the server.")));

@@ -58,6 +58,8 @@ BucketDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::K
 {
 	BucketCall call = DecodeBucketCall(fcinfo, signature);
 	RequireFor(signature, kind);
+	if (kind == Operation::kTake)
+		PrepareStats();
 	const int64 waited = BucketWaitMicros();
 	core::Decision decision =
 	    DecideBucket(call.name, call.key, call.limit, {kind, call.request, 0.0});
@@ -80,6 +82,8 @@ PolicyDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::K
 	core::Request request = PolicyRequest(policy, call.cost, call.max_wait);
 	CheckRequest(limit, request, CallForm::kPolicy);
 	core::Decision decision;
+	if (kind == Operation::kTake)
+		PrepareStats();
 	const int64 waited = BucketWaitMicros();
 	if (policy.shards > 1) {
 		decision = ShardedDecision(call.name, call.key, policy, limit, kind, request);
@@ -113,6 +117,7 @@ TakeAllDecision(FunctionCallInfo fcinfo, const Signature &signature)
 	TakeAllCall call = DecodeTakeAllCall(fcinfo, signature);
 	LimitList limits = ReadLimitList(call);
 	RequireWritable(signature);
+	PrepareStats();
 	const int64 waited = BucketWaitMicros();
 	AllDecision decision = TakeAllLimits(limits, call.max_wait);
 	/* Each limit counts the call's outcome, its own cost and the call's wait. */

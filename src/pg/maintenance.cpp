@@ -50,9 +50,13 @@ constexpr BlockNumber kPurgeBatchBlocks = 128;
 /* Keys per batch of rate_limit_reset_limit's first pass. */
 constexpr int kResetBatchKeys = 1000;
 
-/* Which rows a purge looks at. */
+/* Which rows a purge looks at, and the policy of the name it saw last
+ * (rows of one name come in runs), valid for one batch. */
 struct PurgeScope {
 	text *name; /* NULL: every name */
+	text *last_name;
+	bool last_has_policy;
+	Policy last_policy;
 };
 
 /* Whether a row of policy `policy` can be forgotten: the policy does not
@@ -88,10 +92,15 @@ Forgettable(const StoredBucket &row, TimestampTz now, void *context)
 		return false;
 	if (row.bucket.stamp_us > now)
 		return false;
-	const int name_bytes = VARSIZE_ANY_EXHDR(row.name);
-	Policy policy;
-	if (name_bytes >= 1 && name_bytes <= kMaxNameBytes && FindPolicy(row.name, &policy))
-		return PolicyRowIsFull(policy, row, now);
+	PurgeScope *cache = static_cast<PurgeScope *>(context);
+	if (cache->last_name == NULL || CompareText(cache->last_name, row.name) != 0) {
+		const int name_bytes = VARSIZE_ANY_EXHDR(row.name);
+		cache->last_name = CopyText(row.name);
+		cache->last_has_policy = name_bytes >= 1 && name_bytes <= kMaxNameBytes &&
+		                         FindPolicy(row.name, &cache->last_policy);
+	}
+	if (cache->last_has_policy)
+		return PolicyRowIsFull(cache->last_policy, row, now);
 	return row.full_at <= now;
 }
 
@@ -251,6 +260,7 @@ rate_limit_purge(PG_FUNCTION_ARGS)
 		    pg::SweepBuckets(next, pg::kPurgeBatchBlocks, pg::Forgettable, &scope);
 		pg::CommitBatch(outer);
 		MemoryContextReset(batch_context);
+		scope.last_name = NULL; /* a policy may change between batches */
 		purged += progress.deleted;
 		next = progress.next_block;
 		if (progress.finished)

@@ -3,8 +3,8 @@
  *
  * Per-limit counters of takes in shared memory: a fixed table of
  * ratelimit.stats_limits entries, open addressing by a hash of the limit's
- * name.  Entries are claimed once and never move or go away (a reset zeroes
- * their counters), so a take finds its entry without any lock.
+ * name and database (a lookup visits at most kMaxProbes slots).  Entries are claimed once and never
+ * move or go away (a reset zeroes their counters), so a take finds its entry without any lock.
  *
  * Locking rules
  * - An entry is claimed by compare-and-swap of its state from empty to
@@ -31,6 +31,7 @@ enum EntryState : uint32 { kEmpty = 0, kClaimed = 1, kReady = 2 };
 struct StatsEntry {
 	pg_atomic_uint32 state;
 	uint32 hash;
+	Oid database; /* a limit is a name in one database */
 	int name_bytes;
 	char name[kMaxNameBytes];
 	pg_atomic_uint64 grants;
@@ -50,6 +51,10 @@ struct StatsTable {
 
 constexpr const char *kSegmentName = "ratelimit_stats";
 
+/* Slots a lookup visits at most: beyond them a limit finds no room, and a
+ * full table costs a take no more than this. */
+constexpr int kMaxProbes = 64;
+
 /* Settings. */
 int stats_limits = 1000;
 bool track_stats = true;
@@ -59,9 +64,6 @@ bool track_stats = true;
 StatsTable *stats_table = NULL;
 bool preloaded = false;
 
-#if RL_SHMEM_REQUEST_HOOK
-shmem_request_hook_type prev_shmem_request_hook = NULL;
-#endif
 shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 Size
@@ -99,15 +101,12 @@ InitTable(void *memory)
 	}
 }
 
-#if RL_SHMEM_REQUEST_HOOK
-void
+[[maybe_unused]] void
 RequestStatsMemory()
 {
-	if (prev_shmem_request_hook != NULL)
-		prev_shmem_request_hook();
+	RlChainShmemRequest();
 	RequestAddinShmemSpace(TableSize(stats_limits));
 }
-#endif
 
 void
 AttachStatsMemory()
@@ -128,13 +127,9 @@ AttachStatsMemory()
 StatsTable *
 Table()
 {
-#if RL_HAVE_DSM_REGISTRY
-	if (stats_table == NULL && !preloaded) {
-		bool found;
+	if (stats_table == NULL && !preloaded)
 		stats_table = static_cast<StatsTable *>(
-		    GetNamedDSMSegment(kSegmentName, TableSize(stats_limits), InitTable, &found));
-	}
-#endif
+		    RlNamedSegment(kSegmentName, TableSize(stats_limits), InitTable));
 	return stats_table;
 }
 
@@ -142,7 +137,7 @@ uint32
 NameHash(const char *name, int bytes)
 {
 	return static_cast<uint32>(
-	    hash_bytes_extended(reinterpret_cast<const unsigned char *>(name), bytes, 0x72617465));
+	    hash_bytes_extended(reinterpret_cast<const unsigned char *>(name), bytes, MyDatabaseId));
 }
 
 /* The ready entry of `name`, claimed if it has none; NULL when the table
@@ -152,7 +147,8 @@ FindEntry(StatsTable *table, const char *name, int bytes, bool claim)
 {
 	const uint32 hash = NameHash(name, bytes);
 	const int capacity = table->capacity;
-	for (int probe = 0; probe < capacity; probe++) {
+	const int probes = capacity < kMaxProbes ? capacity : kMaxProbes;
+	for (int probe = 0; probe < probes; probe++) {
 		StatsEntry *entry = &table->entries[(hash + probe) % capacity];
 		uint32 state = pg_atomic_read_u32(&entry->state);
 		if (state == kEmpty) {
@@ -161,6 +157,7 @@ FindEntry(StatsTable *table, const char *name, int bytes, bool claim)
 			uint32 expected = kEmpty;
 			if (pg_atomic_compare_exchange_u32(&entry->state, &expected, kClaimed)) {
 				entry->hash = hash;
+				entry->database = MyDatabaseId;
 				entry->name_bytes = bytes;
 				memcpy(entry->name, name, bytes);
 				ZeroCounters(entry);
@@ -176,7 +173,7 @@ FindEntry(StatsTable *table, const char *name, int bytes, bool claim)
 			state = pg_atomic_read_u32(&entry->state);
 		}
 		pg_read_barrier();
-		if (entry->hash == hash && entry->name_bytes == bytes &&
+		if (entry->hash == hash && entry->database == MyDatabaseId && entry->name_bytes == bytes &&
 		    memcmp(entry->name, name, bytes) == 0)
 			return entry;
 	}
@@ -234,14 +231,16 @@ DefineStatsSettings()
 	    "17 and later), 1000.",
 	    &stats_limits, 1000, 1, 100000, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	preloaded = true;
-#if RL_SHMEM_REQUEST_HOOK
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = RequestStatsMemory;
-#else
-	RequestAddinShmemSpace(TableSize(stats_limits));
-#endif
+	RlRequestShmem(RequestStatsMemory, TableSize(stats_limits));
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = AttachStatsMemory;
+}
+
+void
+PrepareStats()
+{
+	if (track_stats)
+		(void)Table();
 }
 
 void
@@ -279,6 +278,8 @@ VisitStats(StatsVisitor visit, void *context)
 		if (pg_atomic_read_u32(&entry->state) != kReady)
 			continue;
 		pg_read_barrier();
+		if (entry->database != MyDatabaseId)
+			continue;
 		LimitStats stats;
 		stats.name = cstring_to_text_with_len(entry->name, entry->name_bytes);
 		stats.grants = static_cast<int64>(pg_atomic_read_u64(&entry->grants));
@@ -317,9 +318,14 @@ ResetStats(text *name)
 			ZeroCounters(entry);
 		return;
 	}
-	for (int i = 0; i < table->capacity; i++)
-		if (pg_atomic_read_u32(&table->entries[i].state) == kReady)
-			ZeroCounters(&table->entries[i]);
+	for (int i = 0; i < table->capacity; i++) {
+		StatsEntry *entry = &table->entries[i];
+		if (pg_atomic_read_u32(&entry->state) != kReady)
+			continue;
+		pg_read_barrier();
+		if (entry->database == MyDatabaseId)
+			ZeroCounters(entry);
+	}
 	pg_atomic_write_u64(&table->dropped, 0);
 	SpinLockAcquire(&table->mutex);
 	table->reset_at = GetCurrentTimestamp();

@@ -20,10 +20,16 @@ namespace ratelimit::pg {
  * ratelimit.stats_limits, and asks for the shared memory.  From _PG_init. */
 void DefineStatsSettings();
 
-/* Counts one take of `cost` under limit `name` that decided `decision` after
- * waiting `waited_us` for other transactions' row locks.  Cheap, never
- * fails: without shared memory, or with the table full, it counts nothing
- * (the latter shows as dropped). */
+/* Attaches this backend to the counters if it is not yet: before a take
+ * writes anything, so that a failure to attach (from 17, a new DSM segment)
+ * fails the call before it has changed a bucket. */
+void PrepareStats();
+
+/* Counts one take of `cost` under limit `name` (of this database) that
+ * decided `decision` after waiting `waited_us` for other transactions' row
+ * locks.  Cheap and, after PrepareStats, without failure: without shared
+ * memory, or with no room for the limit, it counts nothing (the latter
+ * shows as dropped). */
 void CountTake(text *name, double cost, const core::Decision &decision, int64 waited_us);
 
 /* One limit's counters, as read. */
@@ -36,7 +42,8 @@ struct LimitStats {
 	double lock_wait_seconds;
 };
 
-/* Calls `visit` for every limit counted since the last reset.  Raises 55000
+/* Calls `visit` for every limit of this database counted since the last
+ * reset.  Raises 55000
  * when the counters have no shared memory (PostgreSQL before 17 without
  * preloading). */
 using StatsVisitor = void (*)(const LimitStats &stats, void *context);
@@ -47,7 +54,9 @@ void VisitStats(StatsVisitor visit, void *context);
 TimestampTz StatsResetAt();
 int64 StatsDropped();
 
-/* Zeroes the counters of limit `name`, or of every limit (NULL). */
+/* Zeroes the counters of limit `name`, or of every limit (NULL), of this
+ * database; a reset of every limit also zeroes dropped and the reset time,
+ * which are the server's. */
 void ResetStats(text *name);
 
 } /* namespace ratelimit::pg */

@@ -338,13 +338,18 @@ InitBucketKeys(ScanKeyData *keys, text *name, text *key)
 
 /* Finds the row's version visible to a dirty snapshot: the latest committed
  * one, or one being inserted (dirty->xmin set) or replaced (dirty->xmax set)
- * by a transaction still in progress, or our own latest. */
+ * by a transaction still in progress, or our own latest.  With
+ * `committed_only`, versions still being inserted are passed over: during a
+ * non-HOT update the new version may come first in the index. */
 bool
-FindBucket(Relation heap, Relation index, ScanKeyData *keys, Snapshot dirty, TupleTableSlot *slot)
+FindBucket(Relation heap, Relation index, ScanKeyData *keys, Snapshot dirty, TupleTableSlot *slot,
+           bool committed_only = false)
 {
 	IndexScanDesc scan = RlIndexBeginScan(heap, index, dirty, 2);
 	index_rescan(scan, keys, 2, NULL, 0);
 	bool found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	while (found && committed_only && TransactionIdIsValid(dirty->xmin))
+		found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	index_endscan(scan);
 	return found;
 }
@@ -393,7 +398,12 @@ AcquireNewKeyLock(NewKeyLock *lock, uint64 key_hash)
 {
 	SET_LOCKTAG_ADVISORY(lock->tag, MyDatabaseId, static_cast<uint32>(key_hash >> 32),
 	                     static_cast<uint32>(key_hash), kNewKeyLockClass);
-	(void)LockAcquire(&lock->tag, ExclusiveLock, false, false);
+	/* Another first insert of the key holds it only briefly; count a wait. */
+	if (LockAcquire(&lock->tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL) {
+		const TimestampTz started = GetCurrentTimestamp();
+		(void)LockAcquire(&lock->tag, ExclusiveLock, false, false);
+		CountWait(started);
+	}
 	lock->held = true;
 }
 
@@ -514,17 +524,14 @@ FindLatest(const OpenRelations &rels, BucketLookup *lookup, Snapshot dirty, Tupl
 {
 	if (FindRemembered(rels.heap, lookup->hash, lookup->name, lookup->key, dirty, slot))
 		return true;
+	/* A standby answers on what the primary committed, without waiting: a
+	 * version still being inserted there is passed over. */
+	const bool committed_only = RecoveryInProgress();
 	for (int moves = 0;;) {
 		CHECK_FOR_INTERRUPTS();
-		if (FindBucket(rels.heap, rels.index, lookup->keys, dirty, slot)) {
+		if (FindBucket(rels.heap, rels.index, lookup->keys, dirty, slot, committed_only)) {
 			if (!TransactionIdIsValid(dirty->xmin))
 				return true;
-			/* A standby answers on what the primary committed, without
-			 * waiting: a first insert in flight there is no bucket yet. */
-			if (RecoveryInProgress()) {
-				ExecClearTuple(slot);
-				return false;
-			}
 			if (new_key != NULL)
 				ReleaseNewKeyLock(new_key);
 			/* Wait holding no buffer pin, so the page can be pruned. */
