@@ -10,11 +10,20 @@
 -- The most reserved debt a key of a policy may carry.  0: none, so that a
 -- role with the default grants can never push a policy's bucket into debt
 -- unless the policy says so.
+-- The penalty box: once a take is denied, the key stays denied this long.
 ALTER TABLE ratelimit.policies
     ADD COLUMN max_reserved float8 NOT NULL DEFAULT '0'::float8,
+    ADD COLUMN penalty interval,
+    ADD COLUMN penalty_us bigint
+        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', penalty)
+                                              OPERATOR(pg_catalog.*) '1000000'::float8)::bigint) STORED,
     ADD CONSTRAINT policies_max_reserved_check
         CHECK (max_reserved OPERATOR(pg_catalog.>=) '0'::float8
-               AND max_reserved OPERATOR(pg_catalog.<) 'Infinity'::float8);
+               AND max_reserved OPERATOR(pg_catalog.<) 'Infinity'::float8),
+    ADD CONSTRAINT policies_penalty_check
+        CHECK (penalty_us OPERATOR(pg_catalog.>=) '0'::bigint
+               AND (penalty_us OPERATOR(pg_catalog.=) '0'::bigint
+                    OR shards OPERATOR(pg_catalog.=) 1));
 
 -- When each bucket is full again under the limit it was last written with,
 -- so that rate_limit_purge() can tell which rows it may forget, for explicit
@@ -26,6 +35,12 @@ ALTER TABLE ratelimit.buckets
 ALTER TABLE ratelimit.buckets ALTER COLUMN full_at DROP DEFAULT;
 COMMENT ON COLUMN ratelimit.buckets.full_at IS
     'when the bucket is full again under the limit it was last written with (infinity: never, or not known); rate_limit_purge() forgets it from then on';
+-- Until when a penalty box denies every take of the key.
+ALTER TABLE ratelimit.buckets
+    ADD COLUMN blocked_until timestamptz NOT NULL DEFAULT '-infinity'::timestamptz;
+ALTER TABLE ratelimit.buckets ALTER COLUMN blocked_until DROP DEFAULT;
+COMMENT ON COLUMN ratelimit.buckets.blocked_until IS
+    'until when a penalty box denies every take of the key (-infinity: never boxed)';
 
 -- What the headers need: the limit's name, its quota per period, and when
 -- more quota arrives.
@@ -139,7 +154,8 @@ CREATE FUNCTION @extschema@.rate_limit_define(
     window_start interval DEFAULT NULL,
     floor_rate   float8   DEFAULT '0',
     shards       integer  DEFAULT 1,
-    max_reserved float8   DEFAULT '0')
+    max_reserved float8   DEFAULT '0',
+    penalty      interval DEFAULT NULL)
 RETURNS ratelimit.policies
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -157,6 +173,7 @@ DECLARE
     dividend      text;
     quotient      float8;
     stored        ratelimit.policies;
+    penalty_micros float8;
 BEGIN
     IF $1 IS NULL OR $2 IS NULL OR $3 IS NULL THEN
         RAISE EXCEPTION 'name, rate and per must not be null'
@@ -264,6 +281,23 @@ BEGIN
                   DETAIL = pg_catalog.format('The max_reserved given was %s.', coalesce($11::text, 'NULL')),
                   HINT = 'Pass the most tokens a key may owe after a reservation; 0 (the default) allows none.';
     END IF;
+    IF $12 IS NOT NULL THEN
+        penalty_micros := pg_catalog.round(pg_catalog.date_part('epoch', $12)
+                                           OPERATOR(pg_catalog.*) '1000000'::float8);
+        IF NOT (penalty_micros OPERATOR(pg_catalog.>=) '0'::float8
+                AND penalty_micros OPERATOR(pg_catalog.<) micros_limit) THEN
+            RAISE EXCEPTION 'penalty must be an interval of zero or more'
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = pg_catalog.format('The penalty given was %s.', $12),
+                      HINT = 'Pass how long a denied key stays denied, such as ''1 minute''; NULL (the default) for none.';
+        END IF;
+        IF penalty_micros OPERATOR(pg_catalog.>) '0'::float8 AND $10 OPERATOR(pg_catalog.>) 1 THEN
+            RAISE EXCEPTION 'a policy with shards cannot have a penalty'
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'A penalty box holds a whole key, and the shards of a key decide one row at a time.',
+                      HINT = 'Define the policy with shards => 1, or without a penalty.';
+        END IF;
+    END IF;
     -- Tokens per second, computed as the table computes them: a quotient
     -- beyond float8 (too many per microsecond, or too few per century) is
     -- reported here rather than as a bare overflow or underflow.
@@ -283,28 +317,28 @@ BEGIN
     END;
     INSERT INTO ratelimit.policies AS p
         (name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate, shards,
-         max_reserved)
-    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10, $11)
+         max_reserved, penalty)
+    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10, $11, $12)
     ON CONFLICT (name) DO UPDATE
         SET rate = excluded.rate, per = excluded.per, burst = excluded.burst,
             initial = excluded.initial, jitter = excluded.jitter,
             fixed_window = excluded.fixed_window, window_start = excluded.window_start,
             floor_rate = excluded.floor_rate, shards = excluded.shards,
-            max_reserved = excluded.max_reserved
+            max_reserved = excluded.max_reserved, penalty = excluded.penalty
     RETURNING p.* INTO stored;
     RETURN stored;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8) IS
-    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent; shards splits each key over that many rows for hot keys; a key may owe up to max_reserved tokens after a reservation; returns the stored policy';
-REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval) IS
+    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent; shards splits each key over that many rows for hot keys; a key may owe up to max_reserved tokens after a reservation; once a take is denied, penalty keeps the key denied that long; returns the stored policy';
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval) FROM PUBLIC;
 DO $$
 DECLARE
     g record;
 BEGIN
     FOR g IN SELECT grantee, is_grantable FROM pg_temp.define_grants LOOP
         EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s',
-            '@extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8)'::pg_catalog.regprocedure,
+            '@extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval)'::pg_catalog.regprocedure,
             CASE WHEN g.grantee OPERATOR(pg_catalog.=) '0'::pg_catalog.oid THEN 'PUBLIC'
                  ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
             CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
@@ -319,10 +353,10 @@ DROP TABLE pg_temp.define_grants;
 -- privilege check and sees rows it should not.
 CREATE VIEW @extschema@.rate_limit_policies WITH (security_barrier) AS
 SELECT p.name, p.rate, p.per, p.burst, p.initial, p.jitter, p.fixed_window, p.window_start,
-       p.floor_rate, p.shards, p.max_reserved, p.tokens_per_second
+       p.floor_rate, p.shards, p.max_reserved, p.penalty, p.tokens_per_second
   FROM ratelimit.policies AS p
  WHERE pg_catalog.has_function_privilege(
-           '@extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8)'::pg_catalog.regprocedure,
+           '@extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval)'::pg_catalog.regprocedure,
            'EXECUTE');
 COMMENT ON VIEW @extschema@.rate_limit_policies IS
     'the stored policies, shown to roles that may execute rate_limit_define';
@@ -511,12 +545,13 @@ CREATE FUNCTION @extschema@.rate_limit_buckets(
     OUT balance     float8,
     OUT full_at     timestamptz,
     OUT tokens      float8,
-    OUT last_refill timestamptz)
+    OUT last_refill timestamptz,
+    OUT blocked_until timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'rate_limit_buckets'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION @extschema@.rate_limit_buckets(text) IS
-    'the buckets of limit name in key order: key, shard (of a policy that splits keys), balance now and when it is full (by the policy; without one, no balance and full_at as last stored), and the stored tokens and last_refill';
+    'the buckets of limit name in key order: key, shard (of a policy that splits keys), balance now and when it is full (by the policy; without one, no balance and full_at as last stored), the stored tokens and last_refill, and until when a penalty box denies the key';
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_buckets(text) FROM PUBLIC;
 
 -- Durability, when wanted: in a logged table bucket state is kept across

@@ -42,13 +42,14 @@ $$;
 -- starts full again).  COLLATE "C" makes key comparison a memcmp.  The low
 -- fillfactor leaves room on each page so that updates stay HOT, and the
 -- autovacuum settings clean dead versions up after a fixed number of them.
--- (ratelimit--0.2.0--0.3.0.sql adds full_at.)
+-- (ratelimit--0.2.0--0.3.0.sql adds full_at and blocked_until.)
 CREATE UNLOGGED TABLE ratelimit.buckets (
     name        text COLLATE "C" NOT NULL,
     key         text COLLATE "C" NOT NULL,
     tokens      float8 NOT NULL,
     last_refill timestamptz NOT NULL,
     full_at     timestamptz NOT NULL,
+    blocked_until timestamptz NOT NULL,
     CONSTRAINT buckets_pkey PRIMARY KEY (name, key)
 ) WITH (
     fillfactor = 30,
@@ -63,6 +64,8 @@ COMMENT ON TABLE ratelimit.buckets IS
     'token buckets of the ratelimit extension: written only by its functions';
 COMMENT ON COLUMN ratelimit.buckets.full_at IS
     'when the bucket is full again under the limit it was last written with (infinity: never, or not known); rate_limit_purge() forgets it from then on';
+COMMENT ON COLUMN ratelimit.buckets.blocked_until IS
+    'until when a penalty box denies every take of the key (-infinity: never boxed)';
 
 -- (ratelimit--0.2.0--0.3.0.sql adds name, quota, per and refill_after.)
 CREATE TYPE @extschema@.rate_limit_decision AS (
@@ -150,6 +153,10 @@ CREATE TABLE ratelimit.policies (
         GENERATED ALWAYS AS (floor_rate OPERATOR(pg_catalog./) pg_catalog.date_part('epoch', per)) STORED,
     shards            integer NOT NULL DEFAULT 1,
     max_reserved      float8 NOT NULL DEFAULT '0'::float8,
+    penalty           interval,
+    penalty_us        bigint
+        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', penalty)
+                                              OPERATOR(pg_catalog.*) '1000000'::float8)::bigint) STORED,
     CONSTRAINT policies_pkey PRIMARY KEY (name),
     CONSTRAINT policies_name_check CHECK (pg_catalog.octet_length(name) OPERATOR(pg_catalog.>=) 1
                                           AND pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=) 256),
@@ -169,10 +176,15 @@ CREATE TABLE ratelimit.policies (
                                                 AND floor_rate OPERATOR(pg_catalog.<) 'Infinity'::float8
                                                 AND (floor_rate OPERATOR(pg_catalog.=) '0'::float8
                                                      OR NOT fixed_window)),
-    -- (ratelimit--0.2.0--0.3.0.sql adds max_reserved and its constraint.)
+    -- (ratelimit--0.2.0--0.3.0.sql adds max_reserved, penalty, penalty_us and
+    -- their constraints.)
     CONSTRAINT policies_max_reserved_check
         CHECK (max_reserved OPERATOR(pg_catalog.>=) '0'::float8
-               AND max_reserved OPERATOR(pg_catalog.<) 'Infinity'::float8)
+               AND max_reserved OPERATOR(pg_catalog.<) 'Infinity'::float8),
+    CONSTRAINT policies_penalty_check
+        CHECK (penalty_us OPERATOR(pg_catalog.>=) '0'::bigint
+               AND (penalty_us OPERATOR(pg_catalog.=) '0'::bigint
+                    OR shards OPERATOR(pg_catalog.=) 1))
 );
 REVOKE ALL ON TABLE ratelimit.policies FROM PUBLIC;
 COMMENT ON TABLE ratelimit.policies IS
@@ -211,7 +223,8 @@ CREATE FUNCTION @extschema@.rate_limit_define(
     window_start interval DEFAULT NULL,
     floor_rate   float8   DEFAULT '0',
     shards       integer  DEFAULT 1,
-    max_reserved float8   DEFAULT '0')
+    max_reserved float8   DEFAULT '0',
+    penalty      interval DEFAULT NULL)
 RETURNS ratelimit.policies
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -229,6 +242,7 @@ DECLARE
     dividend      text;
     quotient      float8;
     stored        ratelimit.policies;
+    penalty_micros float8;
 BEGIN
     IF $1 IS NULL OR $2 IS NULL OR $3 IS NULL THEN
         RAISE EXCEPTION 'name, rate and per must not be null'
@@ -336,6 +350,23 @@ BEGIN
                   DETAIL = pg_catalog.format('The max_reserved given was %s.', coalesce($11::text, 'NULL')),
                   HINT = 'Pass the most tokens a key may owe after a reservation; 0 (the default) allows none.';
     END IF;
+    IF $12 IS NOT NULL THEN
+        penalty_micros := pg_catalog.round(pg_catalog.date_part('epoch', $12)
+                                           OPERATOR(pg_catalog.*) '1000000'::float8);
+        IF NOT (penalty_micros OPERATOR(pg_catalog.>=) '0'::float8
+                AND penalty_micros OPERATOR(pg_catalog.<) micros_limit) THEN
+            RAISE EXCEPTION 'penalty must be an interval of zero or more'
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = pg_catalog.format('The penalty given was %s.', $12),
+                      HINT = 'Pass how long a denied key stays denied, such as ''1 minute''; NULL (the default) for none.';
+        END IF;
+        IF penalty_micros OPERATOR(pg_catalog.>) '0'::float8 AND $10 OPERATOR(pg_catalog.>) 1 THEN
+            RAISE EXCEPTION 'a policy with shards cannot have a penalty'
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'A penalty box holds a whole key, and the shards of a key decide one row at a time.',
+                      HINT = 'Define the policy with shards => 1, or without a penalty.';
+        END IF;
+    END IF;
     -- Tokens per second, computed as the table computes them: a quotient
     -- beyond float8 (too many per microsecond, or too few per century) is
     -- reported here rather than as a bare overflow or underflow.
@@ -355,21 +386,21 @@ BEGIN
     END;
     INSERT INTO ratelimit.policies AS p
         (name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate, shards,
-         max_reserved)
-    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10, $11)
+         max_reserved, penalty)
+    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10, $11, $12)
     ON CONFLICT (name) DO UPDATE
         SET rate = excluded.rate, per = excluded.per, burst = excluded.burst,
             initial = excluded.initial, jitter = excluded.jitter,
             fixed_window = excluded.fixed_window, window_start = excluded.window_start,
             floor_rate = excluded.floor_rate, shards = excluded.shards,
-            max_reserved = excluded.max_reserved
+            max_reserved = excluded.max_reserved, penalty = excluded.penalty
     RETURNING p.* INTO stored;
     RETURN stored;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8) IS
-    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent; shards splits each key over that many rows for hot keys; a key may owe up to max_reserved tokens after a reservation; returns the stored policy';
-REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval) IS
+    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent; shards splits each key over that many rows for hot keys; a key may owe up to max_reserved tokens after a reservation; once a take is denied, penalty keeps the key denied that long; returns the stored policy';
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval) FROM PUBLIC;
 
 -- The policies, for whoever manages limits: rows show to the roles that may
 -- execute rate_limit_define (and to superusers), no rows to anyone else.
@@ -377,10 +408,10 @@ REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, flo
 -- privilege check and sees rows it should not.
 CREATE VIEW @extschema@.rate_limit_policies WITH (security_barrier) AS
 SELECT p.name, p.rate, p.per, p.burst, p.initial, p.jitter, p.fixed_window, p.window_start,
-       p.floor_rate, p.shards, p.max_reserved, p.tokens_per_second
+       p.floor_rate, p.shards, p.max_reserved, p.penalty, p.tokens_per_second
   FROM ratelimit.policies AS p
  WHERE pg_catalog.has_function_privilege(
-           '@extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8)'::pg_catalog.regprocedure,
+           '@extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval)'::pg_catalog.regprocedure,
            'EXECUTE');
 COMMENT ON VIEW @extschema@.rate_limit_policies IS
     'the stored policies, shown to roles that may execute rate_limit_define';
@@ -820,12 +851,13 @@ CREATE FUNCTION @extschema@.rate_limit_buckets(
     OUT balance     float8,
     OUT full_at     timestamptz,
     OUT tokens      float8,
-    OUT last_refill timestamptz)
+    OUT last_refill timestamptz,
+    OUT blocked_until timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'rate_limit_buckets'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION @extschema@.rate_limit_buckets(text) IS
-    'the buckets of limit name in key order: key, shard (of a policy that splits keys), balance now and when it is full (by the policy; without one, no balance and full_at as last stored), and the stored tokens and last_refill';
+    'the buckets of limit name in key order: key, shard (of a policy that splits keys), balance now and when it is full (by the policy; without one, no balance and full_at as last stored), the stored tokens and last_refill, and until when a penalty box denies the key';
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_buckets(text) FROM PUBLIC;
 
 -- Durability, when wanted: in a logged table bucket state is kept across

@@ -310,6 +310,25 @@ SecondsToRefill(const Bucket &after_call, const Limit &limit, std::int64_t now_u
 	                      NextWholeToken(tokens, limit.burst));
 }
 
+/* Where a penalty box started at `now_us` ends (saturating). */
+std::int64_t
+BoxEnd(const Limit &limit, std::int64_t now_us) noexcept
+{
+	std::int64_t end = INT64_MAX;
+	return __builtin_add_overflow(now_us, limit.penalty_us, &end) ? INT64_MAX : end;
+}
+
+/* `retry_after` (s), or the time until `next`'s penalty box ends if later. */
+double
+NoEarlierThanBoxEnd(double retry_after, const Bucket &next, std::int64_t now_us) noexcept
+{
+	if (next.blocked_until_us <= now_us)
+		return retry_after;
+	const double box = (static_cast<double>(next.blocked_until_us) - static_cast<double>(now_us)) /
+	                   kMicros;
+	return box > retry_after ? box : retry_after;
+}
+
 } /* namespace */
 
 Status
@@ -396,8 +415,8 @@ Refill(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept
 		 * gain: it restarts at the clock. */
 		if (static_cast<double>(stored.stamp_us) - static_cast<double>(now_us) >
 		    RestartMicros(limit))
-			return Bucket{tokens, now_us};
-		return Bucket{tokens, stored.stamp_us};
+			return Bucket{tokens, now_us, stored.blocked_until_us};
+		return Bucket{tokens, stored.stamp_us, stored.blocked_until_us};
 	}
 	if (limit.window_us > 0) {
 		std::int64_t windows = BoundariesCrossed(limit, stored.stamp_us, now_us);
@@ -405,14 +424,14 @@ Refill(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept
 			double added = PerWindow(limit) * static_cast<double>(windows);
 			tokens = added >= limit.burst - tokens ? limit.burst : tokens + added;
 		}
-		return Bucket{tokens, now_us};
+		return Bucket{tokens, now_us, stored.blocked_until_us};
 	}
 	if (__builtin_sub_overflow(now_us, stored.stamp_us, &elapsed))
-		return Bucket{limit.burst, now_us};
+		return Bucket{limit.burst, now_us, stored.blocked_until_us};
 	tokens = CreditContinuous(limit, tokens, static_cast<double>(elapsed));
 	if (tokens > limit.burst)
 		tokens = limit.burst;
-	return Bucket{tokens, now_us};
+	return Bucket{tokens, now_us, stored.blocked_until_us};
 }
 
 Decision
@@ -426,17 +445,22 @@ Decide(const Bucket &stored, const Limit &limit, const Request &request,
 	 * would never earn. */
 	const bool restarted = current.stamp_us < stored.stamp_us;
 	const Request now_request = Lagging(request, LagMicros(current, now_us));
+	/* A penalty box denies every take until it ends; a look still answers. */
+	const bool boxed = request.cost > 0.0 && now_us < stored.blocked_until_us;
 	Decision d{};
-	d.allowed = Admits(current.tokens, limit, now_request);
+	d.allowed = !boxed && Admits(current.tokens, limit, now_request);
 	if (d.allowed) {
 		double after = current.tokens - request.cost;
 		d.remaining = after;
 		d.write = request.cost > 0.0 || restarted;
-		d.next = Bucket{after, current.stamp_us};
+		d.next = Bucket{after, current.stamp_us, current.blocked_until_us};
 	} else {
 		d.remaining = current.tokens;
-		d.write = restarted;
 		d.next = current;
+		const bool starts_box = !boxed && limit.penalty_us > 0 && request.cost > 0.0;
+		if (starts_box)
+			d.next.blocked_until_us = BoxEnd(limit, now_us);
+		d.write = restarted || starts_box;
 	}
 	/* Waits are measured on what is stored after the call: the new state for
 	 * a grant or a restart, the untouched stored state for a denial. */
@@ -456,6 +480,7 @@ Decide(const Bucket &stored, const Limit &limit, const Request &request,
 			               return Admits(b.tokens, limit, Lagging(request, LagMicros(b, at)));
 		               }) /
 		    kMicros;
+		d.retry_after = NoEarlierThanBoxEnd(d.retry_after, d.next, now_us);
 	}
 	d.reset_after =
 	    SecondsToLevel(after_call, limit, now_us, current.stamp_us, d.remaining, limit.burst);
@@ -471,13 +496,33 @@ FullAtMicros(const Decision &decision, std::int64_t now_us) noexcept
 	if (!(wait_us < kExactMicrosLimit) ||
 	    __builtin_add_overflow(now_us, static_cast<std::int64_t>(wait_us), &at))
 		return INT64_MAX;
-	return at;
+	return at > decision.next.blocked_until_us ? at : decision.next.blocked_until_us;
 }
 
 bool
 IsFull(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept
 {
-	return stored.stamp_us <= now_us && Refill(stored, limit, now_us).tokens >= limit.burst;
+	return stored.stamp_us <= now_us && stored.blocked_until_us <= now_us &&
+	       Refill(stored, limit, now_us).tokens >= limit.burst;
+}
+
+Decision
+Penalize(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept
+{
+	const Bucket current = Refill(stored, limit, now_us);
+	const bool boxed = now_us < stored.blocked_until_us;
+	Decision d{};
+	d.allowed = false;
+	d.remaining = current.tokens;
+	d.next = current;
+	if (!boxed)
+		d.next.blocked_until_us = BoxEnd(limit, now_us);
+	d.write = !boxed || current.stamp_us < stored.stamp_us;
+	d.retry_after = NoEarlierThanBoxEnd(0.0, d.next, now_us);
+	d.reset_after =
+	    SecondsToLevel(d.next, limit, now_us, current.stamp_us, current.tokens, limit.burst);
+	d.refill_after = SecondsToRefill(d.next, limit, now_us, current.stamp_us, current.tokens);
+	return d;
 }
 
 double
@@ -511,7 +556,7 @@ Refund(const Bucket &stored, const Limit &limit, double amount, std::int64_t now
 	d.remaining = tokens;
 	/* Exactly `amount` unless capped: no rounding residue is left over. */
 	d.refunded = capped ? limit.burst - current.tokens : amount;
-	d.next = Bucket{tokens, current.stamp_us};
+	d.next = Bucket{tokens, current.stamp_us, current.blocked_until_us};
 	d.write = tokens != stored.tokens || current.stamp_us != stored.stamp_us;
 	d.retry_after = SecondsToLevel(d.next, limit, now_us, current.stamp_us, tokens, 0.0);
 	d.reset_after = SecondsToLevel(d.next, limit, now_us, current.stamp_us, tokens, limit.burst);

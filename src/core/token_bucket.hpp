@@ -45,6 +45,9 @@ struct Limit {
 	 * worth of floor_rate, it refills at max(rate, floor_rate), so a client
 	 * that spent its burst still gets floor_rate tokens per second. */
 	double floor_rate = 0.0;
+	/* Penalty box: once a take is denied, every take is denied for this many
+	 * µs (0: none).  The denial that starts it must be stored. */
+	std::int64_t penalty_us = 0;
 };
 
 /* One call: take `cost` tokens (0 = look only).  With `reserve` the bucket may
@@ -80,10 +83,16 @@ struct Request {
 	}
 };
 
+/* No penalty box: Bucket::blocked_until_us of a bucket never denied under one. */
+constexpr std::int64_t kNotBlocked = INT64_MIN;
+
 /* Stored state of one bucket. */
 struct Bucket {
 	double tokens;
 	std::int64_t stamp_us;
+	/* Takes are denied until this instant (a penalty box), whatever the
+	 * balance; refill goes on meanwhile. */
+	std::int64_t blocked_until_us = kNotBlocked;
 };
 
 /* The answer to one call. */
@@ -142,19 +151,30 @@ double NextWholeToken(double tokens, double burst) noexcept;
 
 /* Refills `stored` to `now_us` and decides the request.  A denial leaves the
  * stored state as it is (write == false), unless its stamp restarted at the
- * clock (see Refill): then `next` must be stored.  Requires Validate() == kOk. */
+ * clock (see Refill), or the limit has a penalty box and the denial of a take
+ * (cost > 0) starts one: then `next` must be stored.  Inside a box every
+ * take (cost > 0) is denied, with retry_after no earlier than its end.
+ * Requires Validate() == kOk. */
 Decision Decide(const Bucket &stored, const Limit &limit, const Request &request,
                 std::int64_t now_us) noexcept;
 
 /* The first whole microsecond at which the bucket a decision made at `now_us`
- * stored (`next`) is full again: now + reset_after.  INT64_MAX when it never
- * is, or when that lies beyond every timestamp. */
+ * stored (`next`) is full again and out of any penalty box: now +
+ * reset_after, or the box's end if later.  INT64_MAX when it never is, or
+ * when that lies beyond every timestamp. */
 std::int64_t FullAtMicros(const Decision &decision, std::int64_t now_us) noexcept;
 
 /* Whether forgetting `stored` at `now_us` changes no later answer: refilled
- * to now it holds its whole burst (no debt), and its stamp is not ahead of
- * the clock.  Then it behaves exactly as FullBucket(limit, now_us) does. */
+ * to now it holds its whole burst (no debt), its stamp is not ahead of the
+ * clock and no penalty box holds it.  Then it behaves exactly as
+ * FullBucket(limit, now_us) does. */
 bool IsFull(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept;
+
+/* Starts the penalty box of `limit` at `now_us` on `stored`, as a denied take
+ * does (for rate_limit_take_all, whose denial is decided for all its limits
+ * at once): the answer is a denial that writes, unless a box already holds
+ * the bucket.  Requires limit.penalty_us > 0. */
+Decision Penalize(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept;
 
 /* Gives `amount` tokens back: refills to `now_us`, adds, caps at burst.  The
  * result is a grant that writes when anything changed; remaining is the new

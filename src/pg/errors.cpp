@@ -470,8 +470,8 @@ DescribeTableChange(const char *table, TableChange change, const char *object, O
 		                   table);
 		*hint = "Give the table back exactly the columns the extension created: name text "
 		        "COLLATE \"C\", key text COLLATE \"C\", tokens double precision, last_refill "
-		        "timestamp with time zone and full_at timestamp with time zone, in that order, "
-		        "all NOT NULL. Bucket state may be "
+		        "timestamp with time zone, full_at timestamp with time zone and blocked_until "
+		        "timestamp with time zone, in that order, all NOT NULL. Bucket state may be "
 		        "emptied to do so (TRUNCATE): every bucket then starts full.";
 		return;
 	case TableChange::kIndexes:

@@ -173,6 +173,7 @@ enum BucketColumn {
 	kColFullAt,
 	kColTokens,
 	kColLastRefill,
+	kColBlockedUntil,
 	kBucketColumns
 };
 
@@ -220,6 +221,9 @@ ListBucket(const StoredBucket &row, void *context)
 	values[kColShard] = Int32GetDatum(shard);
 	values[kColTokens] = Float8GetDatum(row.bucket.tokens);
 	values[kColLastRefill] = TimestampTzGetDatum(row.bucket.stamp_us);
+	/* Only a box that still holds the key. */
+	values[kColBlockedUntil] = TimestampTzGetDatum(row.bucket.blocked_until_us);
+	nulls[kColBlockedUntil] = row.bucket.blocked_until_us <= listing->now;
 	if (known) {
 		const core::Decision look =
 		    core::Decide(row.bucket, limit, core::Request::Plain(0.0), listing->now);

@@ -52,6 +52,7 @@ enum PolicyColumn {
 	kFloorPerSecond,
 	kShards,
 	kMaxReserved,
+	kPenaltyUs,
 	kPolicyColumns
 };
 
@@ -74,7 +75,8 @@ constexpr ColumnSpec kColumns[kPolicyColumns] = {{"name", TEXTOID, false},
                                                  {"window_start_us", INT8OID, true},
                                                  {"floor_per_second", FLOAT8OID, false},
                                                  {"shards", INT4OID, false},
-                                                 {"max_reserved", FLOAT8OID, false, true}};
+                                                 {"max_reserved", FLOAT8OID, false, true},
+                                                 {"penalty_us", INT8OID, true, true}};
 
 /* Most names cached as not defined; then the cache starts afresh, so that
  * calls with ever new names cannot grow it without bound. */
@@ -230,6 +232,8 @@ ReadPolicy(text *name, Policy *policy, bool *cacheable)
 		policy->limit.burst = DatumGetFloat8(value[kBurst]);
 		policy->limit.rate = DatumGetFloat8(value[kTokensPerSecond]);
 		policy->limit.floor_rate = DatumGetFloat8(value[kFloorPerSecond]);
+		/* No column (0.2.0) or NULL: no penalty box. */
+		policy->limit.penalty_us = null[kPenaltyUs] ? 0 : DatumGetInt64(value[kPenaltyUs]);
 		policy->has_initial = !null[kInitial];
 		policy->initial = null[kInitial] ? 0.0 : DatumGetFloat8(value[kInitial]);
 		policy->jitter = DatumGetFloat8(value[kJitter]);

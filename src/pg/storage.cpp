@@ -15,6 +15,8 @@
  * - A call decides on the latest committed version.  A denial is final at
  *   once, without locking or writing: any in-flight writer can only leave
  *   fewer tokens, or, if it resets or refunds, be ordered after this call.
+ *   (Under a policy with a penalty box, a take's denial starts the box, so
+ *   it is written as a grant is, after waiting for an in-flight writer.)
  * - A grant that sees an in-flight writer of its row (a check or cost-0 look
  *   too, so that it answers what a take would) waits for that writer's
  *   transaction to end, queued behind other waiters on the heavyweight tuple
@@ -86,8 +88,9 @@ constexpr AttrNumber kAttName = 1;
 constexpr AttrNumber kAttKey = 2;
 constexpr AttrNumber kAttTokens = 3;
 constexpr AttrNumber kAttStamp = 4;
-constexpr AttrNumber kAttFullAt = 5; /* from 0.3.0 */
-constexpr int kNatts = 5;
+constexpr AttrNumber kAttFullAt = 5;       /* from 0.3.0 */
+constexpr AttrNumber kAttBlockedUntil = 6; /* from 0.3.0 */
+constexpr int kNatts = 6;
 /* A database not yet updated from 0.2.0 or before has no full_at. */
 constexpr int kNattsBefore030 = 4;
 
@@ -178,7 +181,8 @@ InvalidateStateRelations(Datum, Oid relid)
 List *
 CheckStateTable(Relation heap)
 {
-	static const Oid kTypes[kNatts] = {TEXTOID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	static const Oid kTypes[kNatts] = {TEXTOID,        TEXTOID,        FLOAT8OID,
+	                                   TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	TupleDesc desc = RelationGetDescr(heap);
 
 	if (heap->rd_rel->relkind != RELKIND_RELATION || heap->rd_rel->relam != HEAP_TABLE_AM_OID)
@@ -564,7 +568,11 @@ ReadBucket(TupleTableSlot *slot)
 	bool isnull;
 	double tokens = DatumGetFloat8(slot_getattr(slot, kAttTokens, &isnull));
 	TimestampTz stamp = DatumGetTimestampTz(slot_getattr(slot, kAttStamp, &isnull));
-	return core::Bucket{tokens, stamp};
+	/* -infinity (DT_NOBEGIN) is core::kNotBlocked; a 0.2.0 table has no box. */
+	TimestampTz blocked = slot->tts_tupleDescriptor->natts >= kAttBlockedUntil
+	                          ? DatumGetTimestampTz(slot_getattr(slot, kAttBlockedUntil, &isnull))
+	                          : core::kNotBlocked;
+	return core::Bucket{tokens, stamp, blocked};
 }
 
 /* The whole row in `slot`; full_at is unknown (DT_NOEND) in a database not
@@ -588,11 +596,13 @@ HeapTuple
 FormBucketTuple(Relation heap, text *name, text *key, const core::Decision &decision,
                 TimestampTz now)
 {
-	Datum values[kNatts] = {PointerGetDatum(name), PointerGetDatum(key),
+	Datum values[kNatts] = {PointerGetDatum(name),
+	                        PointerGetDatum(key),
 	                        Float8GetDatum(decision.next.tokens),
 	                        TimestampTzGetDatum(decision.next.stamp_us),
-	                        TimestampTzGetDatum(core::FullAtMicros(decision, now))};
-	bool nulls[kNatts] = {false, false, false, false, false};
+	                        TimestampTzGetDatum(core::FullAtMicros(decision, now)),
+	                        TimestampTzGetDatum(decision.next.blocked_until_us)};
+	bool nulls[kNatts] = {false, false, false, false, false, false};
 	/* Forms as many columns as the table has (CheckStateTable). */
 	return heap_form_tuple(RelationGetDescr(heap), values, nulls);
 }
@@ -686,6 +696,8 @@ Evaluate(const Operation &operation, const core::Bucket &bucket, const core::Lim
 		return core::Refund(bucket, limit, operation.amount, now);
 	if (operation.kind == Operation::kRecordNew)
 		return core::Decide(bucket, limit, core::Request::Plain(0.0), now);
+	if (operation.kind == Operation::kPenalize)
+		return core::Penalize(bucket, limit, now);
 	return core::Decide(bucket, limit, operation.request, now);
 }
 
@@ -693,7 +705,7 @@ bool
 Writes(const Operation &operation)
 {
 	return operation.kind == Operation::kTake || operation.kind == Operation::kRefund ||
-	       operation.kind == Operation::kRecordNew;
+	       operation.kind == Operation::kRecordNew || operation.kind == Operation::kPenalize;
 }
 
 } /* namespace */
@@ -1108,13 +1120,18 @@ TakeAll(BucketTake *takes, int count)
 	if (wrote)
 		CommandCounterIncrement();
 
-	/* A denied key never seen before still starts earning now. */
+	/* A denied key never seen before still starts earning now; a limit with
+	 * a penalty box that denied starts its box. */
 	if (!all_allowed)
 		for (int i = 0; i < count; i++) {
 			Operation record{Operation::kRecordNew, takes[i].request, 0.0, takes[i].has_initial,
 			                 takes[i].initial};
-			if (!rows[i].exists && StartsBelowFull(record, takes[i].limit))
+			if (takes[i].limit.penalty_us > 0 && !takes[i].decision.allowed) {
+				record.kind = Operation::kPenalize;
 				(void)DecideBucket(takes[i].name, takes[i].key, takes[i].limit, record);
+			} else if (!rows[i].exists && StartsBelowFull(record, takes[i].limit)) {
+				(void)DecideBucket(takes[i].name, takes[i].key, takes[i].limit, record);
+			}
 		}
 	pfree(rows);
 	return all_allowed;

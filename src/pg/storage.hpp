@@ -18,12 +18,13 @@ namespace ratelimit::pg {
 /* What a call does to a bucket. */
 struct Operation {
 	enum Kind {
-		kCheck,    /* decide `request` only: never locks, never writes */
-		kTake,     /* decide `request` and store what it consumes */
-		kRefund,   /* give `amount` tokens back (capped at burst) and store it */
-		kPeek,     /* like kCheck, but never waits for an in-flight writer */
-		kRecordNew /* store a key never seen before at its starting balance;
-		              leave an existing row alone, without waiting */
+		kCheck,     /* decide `request` only: never locks, never writes */
+		kTake,      /* decide `request` and store what it consumes */
+		kRefund,    /* give `amount` tokens back (capped at burst) and store it */
+		kPeek,      /* like kCheck, but never waits for an in-flight writer */
+		kRecordNew, /* store a key never seen before at its starting balance;
+		               leave an existing row alone, without waiting */
+		kPenalize   /* start the limit's penalty box, as a denied take does */
 	} kind;
 	core::Request request; /* kCheck, kTake */
 	double amount;         /* kRefund */

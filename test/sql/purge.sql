@@ -101,8 +101,8 @@ CALL rate_limit_purge('p-plain');
 
 -- A row written before 0.3.0 carries no full_at: a policy's is judged by
 -- the policy, an explicit limit's stays until its next write.
-INSERT INTO ratelimit.buckets VALUES ('p-plain', 'old', 4, to_timestamp(1000), 'infinity'),
-                                     ('p-explicit', 'old', 1, to_timestamp(1000), 'infinity');
+INSERT INTO ratelimit.buckets VALUES ('p-plain', 'old', 4, to_timestamp(1000), 'infinity', '-infinity'),
+                                     ('p-explicit', 'old', 1, to_timestamp(1000), 'infinity', '-infinity');
 CALL rate_limit_purge() \gset
 TABLE purge_left;
 

@@ -17,9 +17,10 @@ SELECT rate_limit_define('sn', 8, '1 second', 80, shards => 8);
 CREATE FUNCTION pg_temp.lay(k text, tokens float8[]) RETURNS void
 LANGUAGE sql AS $$
     DELETE FROM ratelimit.buckets WHERE name = 'sn' AND key LIKE k || E'\x1f%';
-    INSERT INTO ratelimit.buckets (name, key, tokens, last_refill, full_at)
+    INSERT INTO ratelimit.buckets (name, key, tokens, last_refill, full_at, blocked_until)
     SELECT 'sn', k || E'\x1f' || (s - 1), tokens[s],
-           to_timestamp(pg_catalog.current_setting('ratelimit.fixed_clock')::float8), 'infinity'
+           to_timestamp(pg_catalog.current_setting('ratelimit.fixed_clock')::float8), 'infinity',
+           '-infinity'
       FROM pg_catalog.generate_subscripts(tokens, 1) AS s;
 $$;
 -- pg_temp.shards(key): what each shard of `key` holds, shard 0 first.
