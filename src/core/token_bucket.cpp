@@ -324,8 +324,8 @@ NoEarlierThanBoxEnd(double retry_after, const Bucket &next, std::int64_t now_us)
 {
 	if (next.blocked_until_us <= now_us)
 		return retry_after;
-	const double box = (static_cast<double>(next.blocked_until_us) - static_cast<double>(now_us)) /
-	                   kMicros;
+	const double box =
+	    (static_cast<double>(next.blocked_until_us) - static_cast<double>(now_us)) / kMicros;
 	return box > retry_after ? box : retry_after;
 }
 
@@ -504,25 +504,6 @@ IsFull(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept
 {
 	return stored.stamp_us <= now_us && stored.blocked_until_us <= now_us &&
 	       Refill(stored, limit, now_us).tokens >= limit.burst;
-}
-
-Decision
-Penalize(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept
-{
-	const Bucket current = Refill(stored, limit, now_us);
-	const bool boxed = now_us < stored.blocked_until_us;
-	Decision d{};
-	d.allowed = false;
-	d.remaining = current.tokens;
-	d.next = current;
-	if (!boxed)
-		d.next.blocked_until_us = BoxEnd(limit, now_us);
-	d.write = !boxed || current.stamp_us < stored.stamp_us;
-	d.retry_after = NoEarlierThanBoxEnd(0.0, d.next, now_us);
-	d.reset_after =
-	    SecondsToLevel(d.next, limit, now_us, current.stamp_us, current.tokens, limit.burst);
-	d.refill_after = SecondsToRefill(d.next, limit, now_us, current.stamp_us, current.tokens);
-	return d;
 }
 
 double

@@ -170,12 +170,6 @@ std::int64_t FullAtMicros(const Decision &decision, std::int64_t now_us) noexcep
  * FullBucket(limit, now_us) does. */
 bool IsFull(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept;
 
-/* Starts the penalty box of `limit` at `now_us` on `stored`, as a denied take
- * does (for rate_limit_take_all, whose denial is decided for all its limits
- * at once): the answer is a denial that writes, unless a box already holds
- * the bucket.  Requires limit.penalty_us > 0. */
-Decision Penalize(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept;
-
 /* Gives `amount` tokens back: refills to `now_us`, adds, caps at burst.  The
  * result is a grant that writes when anything changed; remaining is the new
  * balance.  Requires Validate() == kOk for `limit` and a finite amount >= 0

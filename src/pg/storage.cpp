@@ -44,7 +44,9 @@
  *   them in canonical order, which keeps it deadlock-free among callers that
  *   take keys in that order.)
  * - rate_limit_take_all decides first on the latest committed versions,
- *   without locking: a denial there is final.  Otherwise it locks all its
+ *   without locking: a denial there is final (under a penalty box, each
+ *   limit that denied then decides again alone, as a single take would,
+ *   and stores only a denial that starts its box).  Otherwise it locks all its
  *   rows in one canonical order (name, then key, bytewise) inside a
  *   subtransaction, waiting for their writers, and decides again only once
  *   it holds every lock: two overlapping calls wait for each other instead
@@ -591,6 +593,13 @@ ReadStoredBucket(Relation heap, TupleTableSlot *slot)
 	return row;
 }
 
+/* `at` as a valid timestamptz: beyond the last one, infinity. */
+TimestampTz
+StorableTime(int64 at)
+{
+	return at > END_TIMESTAMP ? DT_NOEND : at;
+}
+
 /* The row of a bucket that a decision made at `now` stored. */
 HeapTuple
 FormBucketTuple(Relation heap, text *name, text *key, const core::Decision &decision,
@@ -600,8 +609,8 @@ FormBucketTuple(Relation heap, text *name, text *key, const core::Decision &deci
 	                        PointerGetDatum(key),
 	                        Float8GetDatum(decision.next.tokens),
 	                        TimestampTzGetDatum(decision.next.stamp_us),
-	                        TimestampTzGetDatum(core::FullAtMicros(decision, now)),
-	                        TimestampTzGetDatum(decision.next.blocked_until_us)};
+	                        TimestampTzGetDatum(StorableTime(core::FullAtMicros(decision, now))),
+	                        TimestampTzGetDatum(StorableTime(decision.next.blocked_until_us))};
 	bool nulls[kNatts] = {false, false, false, false, false, false};
 	/* Forms as many columns as the table has (CheckStateTable). */
 	return heap_form_tuple(RelationGetDescr(heap), values, nulls);
@@ -696,8 +705,16 @@ Evaluate(const Operation &operation, const core::Bucket &bucket, const core::Lim
 		return core::Refund(bucket, limit, operation.amount, now);
 	if (operation.kind == Operation::kRecordNew)
 		return core::Decide(bucket, limit, core::Request::Plain(0.0), now);
-	if (operation.kind == Operation::kPenalize)
-		return core::Penalize(bucket, limit, now);
+	if (operation.kind == Operation::kPenalize) {
+		/* The call as a whole was denied: a take that would now be granted
+		 * takes nothing and starts no box. */
+		core::Decision decision = core::Decide(bucket, limit, operation.request, now);
+		if (decision.allowed) {
+			decision.allowed = false;
+			decision.write = false;
+		}
+		return decision;
+	}
 	return core::Decide(bucket, limit, operation.request, now);
 }
 
@@ -1126,9 +1143,14 @@ TakeAll(BucketTake *takes, int count)
 		for (int i = 0; i < count; i++) {
 			Operation record{Operation::kRecordNew, takes[i].request, 0.0, takes[i].has_initial,
 			                 takes[i].initial};
-			if (takes[i].limit.penalty_us > 0 && !takes[i].decision.allowed) {
+			if (takes[i].limit.penalty_us > 0 && !takes[i].decision.allowed &&
+			    takes[i].request.cost > 0.0) {
 				record.kind = Operation::kPenalize;
-				(void)DecideBucket(takes[i].name, takes[i].key, takes[i].limit, record);
+				const core::Decision boxed =
+				    DecideBucket(takes[i].name, takes[i].key, takes[i].limit, record);
+				/* The box stored is the one to wait for. */
+				if (boxed.retry_after > takes[i].decision.retry_after)
+					takes[i].decision.retry_after = boxed.retry_after;
 			} else if (!rows[i].exists && StartsBelowFull(record, takes[i].limit)) {
 				(void)DecideBucket(takes[i].name, takes[i].key, takes[i].limit, record);
 			}

@@ -24,7 +24,9 @@ struct Operation {
 		kPeek,      /* like kCheck, but never waits for an in-flight writer */
 		kRecordNew, /* store a key never seen before at its starting balance;
 		               leave an existing row alone, without waiting */
-		kPenalize   /* start the limit's penalty box, as a denied take does */
+		kPenalize   /* decide `request` again and store only a denial that
+		               starts the limit's penalty box (a denied
+		               rate_limit_take_all): never a grant */
 	} kind;
 	core::Request request; /* kCheck, kTake */
 	double amount;         /* kRefund */

@@ -81,19 +81,12 @@ TEST(Penalty, WaitIsTheLaterOfTheBoxAndTheTokens)
 	EXPECT_FALSE(Decide(d.next, limit, Request::Plain(1), kNow + 10 * kSecond - 1).allowed);
 }
 
-TEST(Penalty, RefundLeavesTheBoxAndPenalizeStartsItOnce)
+TEST(Penalty, RefundLeavesTheBox)
 {
 	const Limit limit = Boxed(1, 4, 5 * kSecond);
-	Decision started = Penalize(Bucket{4, kNow}, limit, kNow);
-	EXPECT_FALSE(started.allowed);
-	EXPECT_TRUE(started.write);
-	EXPECT_EQ(started.next.blocked_until_us, kNow + 5 * kSecond);
-	EXPECT_EQ(started.retry_after, 5.0);
-	Decision again = Penalize(started.next, limit, kNow + kSecond);
-	EXPECT_FALSE(again.write);
-	EXPECT_EQ(again.next.blocked_until_us, kNow + 5 * kSecond);
-
-	Decision refunded = Refund(started.next, limit, 1, kNow + kSecond);
+	const Bucket boxed = Decide(Bucket{0, kNow}, limit, Request::Plain(1), kNow).next;
+	EXPECT_EQ(boxed.blocked_until_us, kNow + 5 * kSecond);
+	Decision refunded = Refund(boxed, limit, 1, kNow + kSecond);
 	EXPECT_EQ(refunded.next.blocked_until_us, kNow + 5 * kSecond);
 	EXPECT_FALSE(Decide(refunded.next, limit, Request::Plain(1), kNow + kSecond).allowed);
 }
@@ -114,8 +107,9 @@ TEST(Penalty, AdmissionBound)
 	std::mt19937_64 random(20261122);
 	for (int round = 0; round < 2000; round++) {
 		std::uniform_real_distribution<double> rate(0.1, 20), burst(1, 20);
-		const Limit limit = Boxed(rate(random), burst(random),
-		                          std::uniform_int_distribution<std::int64_t>(1, 5 * kSecond)(random));
+		const Limit limit =
+		    Boxed(rate(random), burst(random),
+		          std::uniform_int_distribution<std::int64_t>(1, 5 * kSecond)(random));
 		Bucket bucket = FullBucket(limit, kNow);
 		std::int64_t now = kNow;
 		double granted = 0;

@@ -19,7 +19,6 @@ using ratelimit::core::IsFull;
 using ratelimit::core::Limit;
 using ratelimit::core::kNotBlocked;
 using ratelimit::core::NextWholeToken;
-using ratelimit::core::Penalize;
 using ratelimit::core::Refill;
 using ratelimit::core::Refund;
 using ratelimit::core::Request;
