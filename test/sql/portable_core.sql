@@ -1,0 +1,108 @@
+--
+-- The portable algebra (portable/core.sql, PL/pgSQL) against the native one
+-- (src/core, through rate_limit_check): random policies, stored balances,
+-- requests and clock readings must give the same decisions, balances and
+-- waits, to the last bit of every float8.
+--
+\set SHOW_CONTEXT never
+CREATE SCHEMA portable_core;
+SET search_path = portable_core, public;
+\i portable/core.sql
+RESET search_path;
+
+-- Policies of every kind: continuous, with a floor rate, fixed windows
+-- (their phase set by window_start), reservation, a penalty box.
+SELECT count(*) AS policies FROM (VALUES
+    ('pc-plain',   5::float8, '1 second'::interval, 10::float8, 0::float8, false, NULL::interval, 0::float8, NULL::interval),
+    ('pc-slow',    3, '1 hour', 7, 0, false, NULL, 0, NULL),
+    ('pc-floor',   100, '1 hour', 100, 0, false, NULL, 7200, NULL),
+    ('pc-window',  10, '1 minute', 15, 0, true, '7 seconds', 0, NULL),
+    ('pc-reserve', 2, '1 second', 4, 6, false, NULL, 0, NULL),
+    ('pc-wreserve',4, '10 seconds', 4, 8, true, '0 seconds', 0, NULL),
+    ('pc-penalty', 1, '1 second', 3, 0, false, NULL, 0, '5 seconds'))
+    AS p(name, rate, per, burst, max_reserved, fixed_window, window_start, floor_rate, penalty),
+    LATERAL rate_limit_define(p.name, p.rate, p.per, p.burst, fixed_window => p.fixed_window,
+                              window_start => p.window_start, floor_rate => p.floor_rate,
+                              max_reserved => p.max_reserved, penalty => p.penalty) AS d;
+
+-- Random cases: a stored bucket (balance, stamp up to a day before or a
+-- minute after the clock, maybe a penalty box) and a request.
+SELECT setseed(0.42);
+CREATE TEMP TABLE cases AS
+SELECT i, p.name,
+       p.burst * (random() * 2.4 - 1.2) AS tokens,
+       (1000000 + i)::float8 AS clock_s,
+       ((1000000 + i - 946684800)::bigint * 1000000
+        - (CASE WHEN random() < 0.1 THEN -floor(random() * 60e6) ELSE floor(random() * 86400e6) END)::bigint) AS stamp_us,
+       CASE WHEN random() < 0.2 THEN ((1000000 + i - 946684800)::bigint * 1000000 + floor(random() * 10e6)::bigint)
+            ELSE '-9223372036854775808'::bigint END AS blocked_us,
+       least(p.burst, p.burst * random() * 1.1) AS cost,
+       CASE WHEN random() < 0.5 THEN 0 ELSE floor(random() * 120) END AS max_wait_s
+FROM generate_series(1, 3000) AS i,
+     LATERAL (SELECT name, burst FROM ratelimit.policies WHERE name LIKE 'pc-%'
+              ORDER BY name OFFSET (i % 7) LIMIT 1) AS p;
+INSERT INTO ratelimit.buckets (name, key, tokens, last_refill, full_at, blocked_until)
+SELECT name, 'k' || i, tokens,
+       '2000-01-01 00:00:00+00'::timestamptz + stamp_us * interval '1 microsecond', 'infinity',
+       CASE WHEN blocked_us = '-9223372036854775808'::bigint THEN '-infinity'::timestamptz
+            ELSE '2000-01-01 00:00:00+00'::timestamptz + blocked_us * interval '1 microsecond' END
+FROM cases;
+
+-- Each case through both, at its own clock reading.  (The portable functions
+-- call each other by their own names: their schema is on the search_path.)
+SET search_path = public, portable_core;
+CREATE TEMP TABLE answers (i int, native rate_limit_decision, portable portable_core.rl_decision);
+DO $$
+DECLARE
+    c record;
+    p ratelimit.policies;
+BEGIN
+    FOR c IN SELECT * FROM cases ORDER BY i LOOP
+        PERFORM pg_catalog.set_config('ratelimit.fixed_clock', c.clock_s::text, false);
+        SELECT * INTO p FROM ratelimit.policies WHERE name = c.name;
+        INSERT INTO answers
+        SELECT c.i,
+               rate_limit_check(c.name, 'k' || c.i, c.cost, c.max_wait_s * interval '1 second'),
+               portable_core.rl_decide(
+                   ROW(c.tokens, c.stamp_us, c.blocked_us)::portable_core.rl_bucket,
+                   ROW(p.tokens_per_second, p.burst,
+                       CASE WHEN p.fixed_window THEN p.window_us ELSE 0 END,
+                       CASE WHEN p.fixed_window THEN p.window_start_us % p.window_us ELSE 0 END,
+                       p.floor_per_second, coalesce(p.penalty_us, 0))::portable_core.rl_limit,
+                   ROW(c.cost, c.max_wait_s > 0, true, p.max_reserved,
+                       CASE WHEN c.max_wait_s > 0 THEN c.max_wait_s ELSE 'Infinity' END)::portable_core.rl_request,
+                   ((c.clock_s - 946684800) * 1000000)::bigint);
+    END LOOP;
+END
+$$;
+RESET ratelimit.fixed_clock;
+RESET search_path;
+
+SELECT count(*) AS cases,
+       count(*) FILTER (WHERE (native).allowed IS DISTINCT FROM (portable).allowed
+                           OR (native).remaining IS DISTINCT FROM (portable).remaining
+                           OR (native).retry_after IS DISTINCT FROM (portable).retry_after
+                           OR (native).reset_after IS DISTINCT FROM (portable).reset_after
+                           OR (native).refill_after IS DISTINCT FROM (portable).refill_after) AS differ,
+       count(*) FILTER (WHERE (native).allowed) > 300 AS some_granted,
+       count(*) FILTER (WHERE NOT (native).allowed) > 300 AS some_denied,
+       count(*) FILTER (WHERE (native).remaining < 0) > 50 AS some_reserved
+FROM answers;
+-- The first differences, if any.
+SELECT a.i, c.name, (a.native).allowed, (a.portable).allowed AS p_allowed,
+       (a.native).remaining, (a.portable).remaining AS p_remaining,
+       (a.native).retry_after, (a.portable).retry_after AS p_retry,
+       (a.native).reset_after, (a.portable).reset_after AS p_reset,
+       (a.native).refill_after, (a.portable).refill_after AS p_refill
+FROM answers AS a JOIN cases AS c USING (i)
+WHERE (a.native).allowed IS DISTINCT FROM (a.portable).allowed
+   OR (a.native).remaining IS DISTINCT FROM (a.portable).remaining
+   OR (a.native).retry_after IS DISTINCT FROM (a.portable).retry_after
+   OR (a.native).reset_after IS DISTINCT FROM (a.portable).reset_after
+   OR (a.native).refill_after IS DISTINCT FROM (a.portable).refill_after
+ORDER BY a.i LIMIT 5;
+
+DELETE FROM ratelimit.buckets WHERE name LIKE 'pc-%';
+SELECT count(*) AS dropped FROM ratelimit.policies AS p, LATERAL rate_limit_drop(p.name) AS d
+WHERE p.name LIKE 'pc-%';
+DROP SCHEMA portable_core CASCADE;
