@@ -41,6 +41,18 @@ SELECT i, p.name,
 FROM generate_series(1, 3000) AS i,
      LATERAL (SELECT name, burst FROM ratelimit.policies WHERE name LIKE 'pc-%'
               ORDER BY name OFFSET (i % 7) LIMIT 1) AS p;
+-- And cases at the edge of what a reservation may owe: a cost that leaves
+-- exactly, just under and just over the debt refill repays within max_wait
+-- (less the 16 µs kept in hand), on a bucket refilled to now.
+INSERT INTO cases
+SELECT 3000 + j, 'pc-reserve', t,
+       (1000000 + 3000 + j)::float8,
+       (1000000 + 3000 + j - 946684800)::bigint * 1000000,
+       '-9223372036854775808'::bigint,
+       least(4 + 6, t + 2 * (w - 16e-6) * (1 + (j % 3 - 1) * 1e-15)),
+       w
+FROM generate_series(1, 300) AS j,
+     LATERAL (SELECT (j % 5)::float8 / 2 AS t, 1 + (j % 4)::float8 AS w) AS e;
 INSERT INTO ratelimit.buckets (name, key, tokens, last_refill, full_at, blocked_until)
 SELECT name, 'k' || i, tokens,
        '2000-01-01 00:00:00+00'::timestamptz + stamp_us * interval '1 microsecond', 'infinity',
