@@ -403,3 +403,50 @@ BEGIN
     RETURN d;
 END
 $$;
+
+-- Gives amount tokens back after refilling to now_us, capped at burst
+-- (core::Refund).
+CREATE FUNCTION rl_refund(stored rl_bucket, l rl_limit, amount float8, now_us bigint)
+RETURNS rl_decision
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE
+    cur rl_bucket := rl_refill(stored, l, now_us);
+    tokens float8 := cur.tokens + amount;
+    d rl_decision;
+BEGIN
+    IF tokens > l.burst THEN tokens := l.burst; END IF;
+    d.allowed := true;
+    d.remaining := tokens;
+    d.next := ROW(tokens, cur.stamp_us, cur.blocked_until_us)::rl_bucket;
+    d.write := tokens <> stored.tokens OR cur.stamp_us <> stored.stamp_us;
+    d.retry_after := rl_seconds_to_level(d.next, l, now_us, cur.stamp_us, tokens, 0);
+    d.reset_after := rl_seconds_to_level(d.next, l, now_us, cur.stamp_us, tokens, l.burst);
+    d.refill_after := rl_seconds_to_level(d.next, l, now_us, cur.stamp_us, tokens,
+                                          rl_next_whole_token(tokens, l.burst));
+    RETURN d;
+END
+$$;
+
+-- When the bucket a decision made at now_us stored is full again and out of
+-- any penalty box (core::FullAtMicros); 2^63 - 1: never.
+CREATE FUNCTION rl_full_at(d rl_decision, now_us bigint) RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE
+    x float8 := d.reset_after * '1000000'::float8;
+    -- Halves away from zero, as std::round (round() on float8 goes to even).
+    wait_us float8 := CASE WHEN x - pg_catalog.floor(x) >= '0.5'::float8 THEN pg_catalog.ceil(x)
+                           ELSE pg_catalog.floor(x) END;
+    at numeric;
+BEGIN
+    IF NOT (wait_us < '9007199254740992'::float8) THEN RETURN 9223372036854775807; END IF;
+    at := now_us::numeric + wait_us::numeric;
+    IF at > 9223372036854775807 THEN RETURN 9223372036854775807; END IF;
+    RETURN greatest(at::bigint, (d.next).blocked_until_us);
+END
+$$;
+
+-- Whether forgetting stored at now_us changes no later answer (core::IsFull).
+CREATE FUNCTION rl_is_full(stored rl_bucket, l rl_limit, now_us bigint) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT stored.stamp_us <= now_us AND stored.blocked_until_us <= now_us
+             AND (rl_refill(stored, l, now_us)).tokens >= l.burst $$;

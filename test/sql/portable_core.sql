@@ -64,6 +64,9 @@ FROM cases;
 -- call each other by their own names: their schema is on the search_path.)
 SET search_path = public, portable_core;
 CREATE TEMP TABLE answers (i int, native rate_limit_decision, portable portable_core.rl_decision);
+-- Then a refund of the same bucket, and the full_at it stores.
+CREATE TEMP TABLE refunds (i int, native rate_limit_decision, portable portable_core.rl_decision,
+                           native_full_at timestamptz, portable_full_at bigint);
 DO $$
 DECLARE
     c record;
@@ -84,6 +87,15 @@ BEGIN
                    ROW(c.cost, c.max_wait_s > 0, true, p.max_reserved,
                        CASE WHEN c.max_wait_s > 0 THEN c.max_wait_s ELSE 'Infinity' END)::portable_core.rl_request,
                    ((c.clock_s - 946684800) * 1000000)::bigint);
+        INSERT INTO refunds (i, native, portable)
+        SELECT c.i, rate_limit_refund(c.name, 'k' || c.i, c.cost / 2),
+               portable_core.rl_refund(
+                   ROW(c.tokens, c.stamp_us, c.blocked_us)::portable_core.rl_bucket,
+                   ROW(p.tokens_per_second, p.burst,
+                       CASE WHEN p.fixed_window THEN p.window_us ELSE 0 END,
+                       CASE WHEN p.fixed_window THEN p.window_start_us % p.window_us ELSE 0 END,
+                       p.floor_per_second, coalesce(p.penalty_us, 0))::portable_core.rl_limit,
+                   c.cost / 2, ((c.clock_s - 946684800) * 1000000)::bigint);
     END LOOP;
 END
 $$;
@@ -100,6 +112,23 @@ SELECT count(*) AS cases,
        count(*) FILTER (WHERE NOT (native).allowed) > 300 AS some_denied,
        count(*) FILTER (WHERE (native).remaining < 0) > 50 AS some_reserved
 FROM answers;
+-- Refunds, and when each refunded bucket is full again.
+UPDATE refunds AS r SET native_full_at = b.full_at,
+       portable_full_at = portable_core.rl_full_at(r.portable,
+                                                   ((c.clock_s - 946684800) * 1000000)::bigint)
+FROM cases AS c, ratelimit.buckets AS b
+WHERE c.i = r.i AND b.name = c.name AND b.key = 'k' || c.i;
+SELECT count(*) AS refunds,
+       count(*) FILTER (WHERE (native).remaining IS DISTINCT FROM (portable).remaining
+                           OR (native).retry_after IS DISTINCT FROM (portable).retry_after
+                           OR (native).reset_after IS DISTINCT FROM (portable).reset_after
+                           OR (native).refill_after IS DISTINCT FROM (portable).refill_after) AS differ,
+       count(*) FILTER (WHERE native_full_at IS DISTINCT FROM
+                              CASE WHEN portable_full_at = 9223372036854775807 THEN 'infinity'::timestamptz
+                                   ELSE '2000-01-01 00:00:00+00'::timestamptz
+                                        + portable_full_at * interval '1 microsecond' END) AS full_at_differ,
+       count(*) FILTER (WHERE native_full_at IS NOT NULL) AS written
+FROM refunds;
 -- The first differences, if any.
 SELECT a.i, c.name, (a.native).allowed, (a.portable).allowed AS p_allowed,
        (a.native).remaining, (a.portable).remaining AS p_remaining,
