@@ -146,4 +146,6 @@ ORDER BY a.i LIMIT 5;
 DELETE FROM ratelimit.buckets WHERE name LIKE 'pc-%';
 SELECT count(*) AS dropped FROM ratelimit.policies AS p, LATERAL rate_limit_drop(p.name) AS d
 WHERE p.name LIKE 'pc-%';
+SET client_min_messages = warning;
 DROP SCHEMA portable_core CASCADE;
+RESET client_min_messages;
