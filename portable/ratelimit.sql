@@ -92,12 +92,14 @@ $$;
 
 -- Decides (and, for a take, stores) a call on bucket (name, key).  A
 -- decision that writes nothing (a denial, a look) is made on the bucket as
--- committed, without a lock; one that writes locks the row, decides again
--- on what it holds then, and writes in the caller's transaction.
+-- committed, without a lock; one that writes locks the row and, if the
+-- row changed meanwhile, decides again on what it holds then; it writes in
+-- the caller's transaction.
 CREATE FUNCTION rl_apply(p_name text, p_key text, l rl_limit, r rl_request, takes boolean)
 RETURNS rl_decision
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
+    looked rl_bucket;
     b rl_bucket;
     d rl_decision;
     now_us bigint;
@@ -105,22 +107,22 @@ DECLARE
 BEGIN
     LOOP
         now_us := rl_now();
-        SELECT t.tokens, t.stamp_us, t.blocked_until_us INTO b
+        SELECT t.tokens, t.stamp_us, t.blocked_until_us INTO looked
           FROM rate_limit_buckets AS t WHERE t.name = p_name AND t.key = p_key;
         IF NOT FOUND THEN
-            b := ROW(l.burst, now_us, rl_not_blocked())::rl_bucket;
+            looked := NULL;
+            d := rl_decide(ROW(l.burst, now_us, rl_not_blocked())::rl_bucket, l, r, now_us);
+        ELSE
+            d := rl_decide(looked, l, r, now_us);
         END IF;
-        d := rl_decide(b, l, r, now_us);
         IF NOT takes OR NOT d.write THEN
             RETURN d;
         END IF;
         SELECT t.tokens, t.stamp_us, t.blocked_until_us INTO b
           FROM rate_limit_buckets AS t WHERE t.name = p_name AND t.key = p_key FOR UPDATE;
-        now_us := rl_now();
         IF NOT FOUND THEN
-            d := rl_decide(ROW(l.burst, now_us, rl_not_blocked())::rl_bucket, l, r, now_us);
-            IF NOT d.write THEN
-                RETURN d;
+            IF looked IS NOT NULL THEN
+                CONTINUE; -- reset meanwhile: look again
             END IF;
             INSERT INTO rate_limit_buckets AS t
             VALUES (p_name, p_key, (d.next).tokens, (d.next).stamp_us, rl_full_at(d, now_us),
@@ -132,7 +134,12 @@ BEGIN
             END IF;
             CONTINUE; -- inserted meanwhile: decide again on it
         END IF;
-        d := rl_decide(b, l, r, now_us);
+        -- What was decided on is what is locked: the decision stands, at the
+        -- clock reading it was made at.  Otherwise decide again, now.
+        IF looked IS NULL OR b IS DISTINCT FROM looked THEN
+            now_us := rl_now();
+            d := rl_decide(b, l, r, now_us);
+        END IF;
         IF d.write THEN
             UPDATE rate_limit_buckets AS t
                SET tokens = (d.next).tokens, stamp_us = (d.next).stamp_us,

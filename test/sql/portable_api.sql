@@ -7,7 +7,10 @@
 \set SHOW_CONTEXT never
 CREATE SCHEMA portable_api;
 SET search_path = portable_api;
+-- (The script itself is not echoed.)
+\set ECHO none
 \i portable/ratelimit.sql
+\set ECHO all
 RESET search_path;
 -- The portable clock, for this test only, reads the seconds the native
 -- fixed clock is set to, from a setting of the test's own (current_setting

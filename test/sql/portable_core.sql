@@ -7,7 +7,10 @@
 \set SHOW_CONTEXT never
 CREATE SCHEMA portable_core;
 SET search_path = portable_core, public;
+-- (The script itself is not echoed.)
+\set ECHO none
 \i portable/core.sql
+\set ECHO all
 RESET search_path;
 
 -- Policies of every kind: continuous, with a floor rate, fixed windows
