@@ -12,8 +12,8 @@
 -- where the native extension never fails.  The refill algebra is the
 -- native one's, number for number (core.sql).
 --
--- This file so far carries the explicit-parameter take and check of the
--- 0.1.0 API (rate in tokens per second).
+-- This file so far carries the calls with explicit parameters: take, check
+-- and refund, per second (0.1.0) and per period, and reset.
 
 \ir core.sql
 
@@ -51,51 +51,104 @@ AS $$ SELECT (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())::numer
               - 946684800000000)::bigint $$;
 COMMENT ON FUNCTION rl_now() IS 'the limiter''s clock: microseconds since 2000-01-01 UTC';
 
--- Checks the numbers of an explicit per-second call, as the native
--- extension does, with its SQLSTATEs.
-CREATE FUNCTION rl_check_explicit(cost float8, rate float8, burst float8, reserve boolean,
-                                  max_reserved float8) RETURNS void
+-- Checks the numbers of a call as core::Validate does, with the native
+-- extension's SQLSTATEs and messages.
+CREATE FUNCTION rl_validate(l rl_limit, r rl_request) RETURNS void
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 BEGIN
-    IF cost IS NULL OR rate IS NULL OR burst IS NULL OR reserve IS NULL THEN
-        RAISE EXCEPTION '% must not be null',
-            CASE WHEN cost IS NULL THEN 'cost' WHEN rate IS NULL THEN 'rate'
-                 WHEN burst IS NULL THEN 'burst' ELSE 'reserve' END
-            USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF NOT (cost >= 0 AND cost < 'Infinity'::float8) THEN
+    IF NOT (r.cost >= 0 AND r.cost < 'Infinity'::float8) THEN
         RAISE EXCEPTION 'cost must be a finite number greater than or equal to zero'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF NOT (rate >= 0 AND rate < 'Infinity'::float8) THEN
+    IF NOT (l.rate >= 0 AND l.rate < 'Infinity'::float8) THEN
         RAISE EXCEPTION 'rate must be a finite number greater than or equal to zero'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF NOT (burst > 0 AND burst < 'Infinity'::float8) THEN
+    IF NOT (l.burst > 0 AND l.burst < 'Infinity'::float8) THEN
         RAISE EXCEPTION 'burst must be a finite number greater than zero'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF max_reserved IS NOT NULL AND NOT (max_reserved >= 0 AND max_reserved < 'Infinity'::float8) THEN
+    IF r.debt_capped AND NOT (r.max_reserved >= 0 AND r.max_reserved < 'Infinity'::float8) THEN
         RAISE EXCEPTION 'max_reserved must be a finite number greater than or equal to zero'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF NOT reserve AND cost > burst THEN
+    IF NOT (r.max_wait >= 0) THEN
+        RAISE EXCEPTION 'max_wait must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NOT r.reserve AND r.cost > l.burst THEN
         RAISE EXCEPTION 'cost exceeds burst'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF reserve AND max_reserved IS NOT NULL AND cost > burst + max_reserved THEN
+    IF r.reserve AND r.cost > l.burst + rl_debt_cap(l, r) THEN
         RAISE EXCEPTION 'cost exceeds burst plus max_reserved'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 END
 $$;
 
--- Decides (and, for a take, stores) a call on bucket (name, key).  A
+-- NULL arguments that need a value: 22004, as the native functions say.
+CREATE FUNCTION rl_require(value anyelement, argument text, function_name text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+    IF value IS NULL THEN
+        RAISE EXCEPTION '% must not be null', argument
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = pg_catalog.format('%s() requires a value for %s.', function_name, argument);
+    END IF;
+END
+$$;
+
+-- The limit of an explicit per-period call: rate tokens per period per
+-- (seconds as date_part('epoch', ...) counts them), burst by default the rate.
+CREATE FUNCTION rl_per_period_limit(rate float8, per interval, burst float8) RETURNS rl_limit
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE
+    seconds float8 := pg_catalog.date_part('epoch', per);
+BEGIN
+    IF NOT (seconds < 'Infinity'::float8 AND pg_catalog.round(seconds * '1000000'::float8) >= 1) THEN
+        RAISE EXCEPTION 'per must be a positive interval'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NOT (rate >= 0 AND rate < 'Infinity'::float8) THEN
+        RAISE EXCEPTION 'rate must be a finite number greater than or equal to zero'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN ROW(rate / seconds, coalesce(burst, rate), 0, 0, 0, 0)::rl_limit;
+END
+$$;
+
+-- A request of cost that may reserve when the work can start within
+-- max_wait (core::Request::Within), capped at max_reserved when given.
+CREATE FUNCTION rl_within(cost float8, max_wait interval, max_reserved float8) RETURNS rl_request
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE
+    wait_s float8 := CASE WHEN max_wait IS NULL THEN 0
+                          ELSE pg_catalog.date_part('epoch', max_wait) END;
+BEGIN
+    IF NOT (wait_s >= 0) THEN
+        RAISE EXCEPTION 'max_wait must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN ROW(cost, wait_s > 0, max_reserved IS NOT NULL, coalesce(max_reserved, 0),
+               CASE WHEN wait_s > 0 THEN wait_s ELSE 'Infinity'::float8 END)::rl_request;
+END
+$$;
+
+-- What call op ('take', 'check' or 'refund' of amount) decides on bucket b.
+CREATE FUNCTION rl_operate(b rl_bucket, l rl_limit, r rl_request, op text, amount float8,
+                           now_us bigint) RETURNS rl_decision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT CASE WHEN op = 'refund' THEN rl_refund(b, l, amount, now_us)
+                  ELSE rl_decide(b, l, r, now_us) END $$;
+
+-- Decides (and, for a take or refund, stores) a call on bucket (name, key).  A
 -- decision that writes nothing (a denial, a look) is made on the bucket as
 -- committed, without a lock; one that writes locks the row and, if the
 -- row changed meanwhile, decides again on what it holds then; it writes in
 -- the caller's transaction.
-CREATE FUNCTION rl_apply(p_name text, p_key text, l rl_limit, r rl_request, takes boolean)
+CREATE FUNCTION rl_apply(p_name text, p_key text, l rl_limit, r rl_request, op text,
+                         amount float8 DEFAULT 0)
 RETURNS rl_decision
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -111,11 +164,11 @@ BEGIN
           FROM rate_limit_buckets AS t WHERE t.name = p_name AND t.key = p_key;
         IF NOT FOUND THEN
             looked := NULL;
-            d := rl_decide(ROW(l.burst, now_us, rl_not_blocked())::rl_bucket, l, r, now_us);
+            d := rl_operate(ROW(l.burst, now_us, rl_not_blocked())::rl_bucket, l, r, op, amount, now_us);
         ELSE
-            d := rl_decide(looked, l, r, now_us);
+            d := rl_operate(looked, l, r, op, amount, now_us);
         END IF;
-        IF NOT takes OR NOT d.write THEN
+        IF op = 'check' OR NOT d.write THEN
             RETURN d;
         END IF;
         SELECT t.tokens, t.stamp_us, t.blocked_until_us INTO b
@@ -138,7 +191,7 @@ BEGIN
         -- clock reading it was made at.  Otherwise decide again, now.
         IF looked IS NULL OR b IS DISTINCT FROM looked THEN
             now_us := rl_now();
-            d := rl_decide(b, l, r, now_us);
+            d := rl_operate(b, l, r, op, amount, now_us);
         END IF;
         IF d.write THEN
             UPDATE rate_limit_buckets AS t
@@ -151,11 +204,12 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION rl_decision_row(d rl_decision, burst float8, p_name text, quota float8)
+CREATE FUNCTION rl_decision_row(d rl_decision, burst float8, p_name text, quota float8,
+                                per interval DEFAULT '1 second')
 RETURNS rate_limit_decision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT ROW(d.allowed, d.remaining, d.retry_after, d.reset_after, burst, p_name, quota,
-                 '1 second'::interval, d.refill_after)::rate_limit_decision $$;
+                 per, d.refill_after)::rate_limit_decision $$;
 
 CREATE FUNCTION rate_limit_take(
     name         text,
@@ -169,12 +223,15 @@ RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    l rl_limit := ROW($4, $5, 0, 0, 0, 0)::rl_limit;
+    r rl_request := ROW($3, $6, $7 IS NOT NULL, coalesce($7, 0), 'Infinity')::rl_request;
 BEGIN
-    PERFORM rl_check_explicit($3, $4, $5, $6, $7);
-    RETURN rl_decision_row(
-        rl_apply($1, $2, ROW($4, $5, 0, 0, 0, 0)::rl_limit,
-                 ROW($3, $6, $7 IS NOT NULL, coalesce($7, 0), 'Infinity')::rl_request, true),
-        $5, $1, $4);
+    PERFORM rl_require($1, 'name', 'rate_limit_take'), rl_require($2, 'key', 'rate_limit_take'),
+            rl_require($3, 'cost', 'rate_limit_take'), rl_require($4, 'rate', 'rate_limit_take'),
+            rl_require($5, 'burst', 'rate_limit_take'), rl_require($6, 'reserve', 'rate_limit_take');
+    PERFORM rl_validate(l, r);
+    RETURN rl_decision_row(rl_apply($1, $2, l, r, 'take'), $5, $1, $4);
 END
 $$;
 COMMENT ON FUNCTION rate_limit_take(text, text, float8, float8, float8, boolean, float8) IS
@@ -192,13 +249,152 @@ RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    l rl_limit := ROW($4, $5, 0, 0, 0, 0)::rl_limit;
+    r rl_request := ROW($3, $6, $7 IS NOT NULL, coalesce($7, 0), 'Infinity')::rl_request;
 BEGIN
-    PERFORM rl_check_explicit($3, $4, $5, $6, $7);
-    RETURN rl_decision_row(
-        rl_apply($1, $2, ROW($4, $5, 0, 0, 0, 0)::rl_limit,
-                 ROW($3, $6, $7 IS NOT NULL, coalesce($7, 0), 'Infinity')::rl_request, false),
-        $5, $1, $4);
+    PERFORM rl_require($1, 'name', 'rate_limit_check'), rl_require($2, 'key', 'rate_limit_check'),
+            rl_require($3, 'cost', 'rate_limit_check'), rl_require($4, 'rate', 'rate_limit_check'),
+            rl_require($5, 'burst', 'rate_limit_check'), rl_require($6, 'reserve', 'rate_limit_check');
+    PERFORM rl_validate(l, r);
+    RETURN rl_decision_row(rl_apply($1, $2, l, r, 'check'), $5, $1, $4);
 END
 $$;
 COMMENT ON FUNCTION rate_limit_check(text, text, float8, float8, float8, boolean, float8) IS
     'answers as rate_limit_take would, without consuming or writing anything';
+
+-- Explicit parameters in the units of rate_limit_define: rate tokens per
+-- period per, burst by default the rate, reserving within max_wait.
+CREATE FUNCTION rate_limit_take_explicit(
+    name         text,
+    key          text,
+    cost         float8,
+    rate         float8,
+    per          interval,
+    burst        float8   DEFAULT NULL,
+    max_wait     interval DEFAULT NULL,
+    max_reserved float8   DEFAULT NULL)
+RETURNS rate_limit_decision
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    l rl_limit;
+    r rl_request;
+BEGIN
+    PERFORM rl_require($1, 'name', 'rate_limit_take_explicit'),
+            rl_require($2, 'key', 'rate_limit_take_explicit'),
+            rl_require($3, 'cost', 'rate_limit_take_explicit'),
+            rl_require($4, 'rate', 'rate_limit_take_explicit'),
+            rl_require($5, 'per', 'rate_limit_take_explicit');
+    l := rl_per_period_limit($4, $5, $6);
+    r := rl_within($3, $7, $8);
+    PERFORM rl_validate(l, r);
+    RETURN rl_decision_row(rl_apply($1, $2, l, r, 'take'), l.burst, $1, $4, $5);
+END
+$$;
+COMMENT ON FUNCTION rate_limit_take_explicit(text, text, float8, float8, interval, float8, interval, float8) IS
+    'takes cost tokens from the bucket (name, key) that refills rate tokens per period per up to burst (default: rate); reserves within max_wait and max_reserved when given';
+
+CREATE FUNCTION rate_limit_check_explicit(
+    name         text,
+    key          text,
+    cost         float8,
+    rate         float8,
+    per          interval,
+    burst        float8   DEFAULT NULL,
+    max_wait     interval DEFAULT NULL,
+    max_reserved float8   DEFAULT NULL)
+RETURNS rate_limit_decision
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    l rl_limit;
+    r rl_request;
+BEGIN
+    PERFORM rl_require($1, 'name', 'rate_limit_check_explicit'),
+            rl_require($2, 'key', 'rate_limit_check_explicit'),
+            rl_require($3, 'cost', 'rate_limit_check_explicit'),
+            rl_require($4, 'rate', 'rate_limit_check_explicit'),
+            rl_require($5, 'per', 'rate_limit_check_explicit');
+    l := rl_per_period_limit($4, $5, $6);
+    r := rl_within($3, $7, $8);
+    PERFORM rl_validate(l, r);
+    RETURN rl_decision_row(rl_apply($1, $2, l, r, 'check'), l.burst, $1, $4, $5);
+END
+$$;
+COMMENT ON FUNCTION rate_limit_check_explicit(text, text, float8, float8, interval, float8, interval, float8) IS
+    'answers as rate_limit_take_explicit with the same arguments would, without consuming or writing anything';
+
+-- Refunds: amount tokens back, capped at burst, in the caller's transaction.
+CREATE FUNCTION rate_limit_refund(name text, key text, amount float8, rate float8, burst float8)
+RETURNS rate_limit_decision
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    l rl_limit := ROW($4, $5, 0, 0, 0, 0)::rl_limit;
+BEGIN
+    PERFORM rl_require($1, 'name', 'rate_limit_refund'), rl_require($2, 'key', 'rate_limit_refund'),
+            rl_require($3, 'amount', 'rate_limit_refund'), rl_require($4, 'rate', 'rate_limit_refund'),
+            rl_require($5, 'burst', 'rate_limit_refund');
+    PERFORM rl_validate(l, ROW(0, false, false, 0, 'Infinity')::rl_request);
+    IF NOT ($3 >= 0 AND $3 < 'Infinity'::float8) THEN
+        RAISE EXCEPTION 'amount must be a finite number greater than or equal to zero'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN rl_decision_row(rl_apply($1, $2, l, NULL, 'refund', $3), $5, $1, $4);
+END
+$$;
+COMMENT ON FUNCTION rate_limit_refund(text, text, float8, float8, float8) IS
+    'gives amount tokens back to the bucket (name, key) that refills at rate tokens per second up to burst; never beyond burst';
+
+CREATE FUNCTION rate_limit_refund_explicit(name text, key text, amount float8, rate float8,
+                                           per interval, burst float8 DEFAULT NULL)
+RETURNS rate_limit_decision
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    l rl_limit;
+BEGIN
+    PERFORM rl_require($1, 'name', 'rate_limit_refund_explicit'),
+            rl_require($2, 'key', 'rate_limit_refund_explicit'),
+            rl_require($3, 'amount', 'rate_limit_refund_explicit'),
+            rl_require($4, 'rate', 'rate_limit_refund_explicit'),
+            rl_require($5, 'per', 'rate_limit_refund_explicit');
+    l := rl_per_period_limit($4, $5, $6);
+    PERFORM rl_validate(l, ROW(0, false, false, 0, 'Infinity')::rl_request);
+    IF NOT ($3 >= 0 AND $3 < 'Infinity'::float8) THEN
+        RAISE EXCEPTION 'amount must be a finite number greater than or equal to zero'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN rl_decision_row(rl_apply($1, $2, l, NULL, 'refund', $3), l.burst, $1, $4, $5);
+END
+$$;
+COMMENT ON FUNCTION rate_limit_refund_explicit(text, text, float8, float8, interval, float8) IS
+    'gives amount tokens back to the bucket (name, key) that refills rate tokens per period per up to burst (default: rate)';
+
+-- Forgets one bucket, so that it starts full again; true if it existed.
+CREATE FUNCTION rate_limit_reset(name text, key text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    deleted int;
+BEGIN
+    PERFORM rl_require($1, 'name', 'rate_limit_reset'), rl_require($2, 'key', 'rate_limit_reset');
+    DELETE FROM rate_limit_buckets AS t WHERE t.name = $1 AND t.key = $2;
+    GET DIAGNOSTICS deleted = ROW_COUNT;
+    RETURN deleted > 0;
+END
+$$;
+COMMENT ON FUNCTION rate_limit_reset(text, text) IS
+    'forgets the bucket (name, key) so that it starts full again; true if it existed';
+
+-- As in the native extension: resetting and refunding hand tokens out, so
+-- they are granted deliberately.
+REVOKE ALL ON FUNCTION rate_limit_reset(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rate_limit_refund(text, text, float8, float8, float8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rate_limit_refund_explicit(text, text, float8, float8, interval, float8) FROM PUBLIC;
