@@ -87,15 +87,20 @@ BEGIN
 END
 $$;
 
--- NULL arguments that need a value: 22004, as the native functions say.
-CREATE FUNCTION rl_require(value anyelement, argument text, function_name text) RETURNS void
+-- 22004 for the first of `arguments` (named by `names`) that is NULL, as the
+-- native functions say it.  Called only when one is: num_nulls() is the
+-- cheap test on the way of every call.
+CREATE FUNCTION rl_null_argument(function_name text, names text[], arguments text[])
+RETURNS void
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 BEGIN
-    IF value IS NULL THEN
-        RAISE EXCEPTION '% must not be null', argument
-            USING ERRCODE = 'null_value_not_allowed',
-                  DETAIL = pg_catalog.format('%s() requires a value for %s.', function_name, argument);
-    END IF;
+    FOR i IN 1..pg_catalog.array_length(names, 1) LOOP
+        IF arguments[i] IS NULL THEN
+            RAISE EXCEPTION '% must not be null', names[i]
+                USING ERRCODE = 'null_value_not_allowed',
+                      DETAIL = pg_catalog.format('%s() requires a value for %s.', function_name, names[i]);
+        END IF;
+    END LOOP;
 END
 $$;
 
@@ -110,6 +115,8 @@ BEGIN
         RAISE EXCEPTION 'per must be a positive interval'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- Before the division, and so before the checks of rl_validate, as the
+    -- native functions check a per-period rate.
     IF NOT (rate >= 0 AND rate < 'Infinity'::float8) THEN
         RAISE EXCEPTION 'rate must be a finite number greater than or equal to zero'
             USING ERRCODE = 'invalid_parameter_value';
@@ -204,12 +211,30 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION rl_decision_row(d rl_decision, burst float8, p_name text, quota float8,
-                                per interval DEFAULT '1 second')
+-- One call of the API once its arguments have values: checked as the native
+-- function checks them, applied to bucket (name, key), answered as a
+-- decision row labelled quota per `per`.
+CREATE FUNCTION rl_answer(p_name text, p_key text, l rl_limit, r rl_request, op text,
+                          amount float8, quota float8, per interval)
 RETURNS rate_limit_decision
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT ROW(d.allowed, d.remaining, d.retry_after, d.reset_after, burst, p_name, quota,
-                 per, d.refill_after)::rate_limit_decision $$;
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    d rl_decision;
+BEGIN
+    IF op = 'refund' THEN
+        PERFORM rl_validate(l, ROW(0, false, false, 0, 'Infinity')::rl_request);
+        IF NOT (amount >= 0 AND amount < 'Infinity'::float8) THEN
+            RAISE EXCEPTION 'amount must be a finite number greater than or equal to zero'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    ELSE
+        PERFORM rl_validate(l, r);
+    END IF;
+    d := rl_apply(p_name, p_key, l, r, op, amount);
+    RETURN ROW(d.allowed, d.remaining, d.retry_after, d.reset_after, l.burst, p_name, quota, per,
+               d.refill_after)::rate_limit_decision;
+END
+$$;
 
 CREATE FUNCTION rate_limit_take(
     name         text,
@@ -223,15 +248,14 @@ RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $$
-DECLARE
-    l rl_limit := ROW($4, $5, 0, 0, 0, 0)::rl_limit;
-    r rl_request := ROW($3, $6, $7 IS NOT NULL, coalesce($7, 0), 'Infinity')::rl_request;
 BEGIN
-    PERFORM rl_require($1, 'name', 'rate_limit_take'), rl_require($2, 'key', 'rate_limit_take'),
-            rl_require($3, 'cost', 'rate_limit_take'), rl_require($4, 'rate', 'rate_limit_take'),
-            rl_require($5, 'burst', 'rate_limit_take'), rl_require($6, 'reserve', 'rate_limit_take');
-    PERFORM rl_validate(l, r);
-    RETURN rl_decision_row(rl_apply($1, $2, l, r, 'take'), $5, $1, $4);
+    IF pg_catalog.num_nulls($1, $2, $3, $4, $5, $6) > 0 THEN
+        PERFORM rl_null_argument('rate_limit_take', ARRAY['name', 'key', 'cost', 'rate', 'burst', 'reserve'],
+                                 ARRAY[$1, $2, $3::text, $4::text, $5::text, $6::text]);
+    END IF;
+    RETURN rl_answer($1, $2, ROW($4, $5, 0, 0, 0, 0)::rl_limit,
+                     ROW($3, $6, $7 IS NOT NULL, coalesce($7, 0), 'Infinity')::rl_request,
+                     'take', 0, $4, '1 second');
 END
 $$;
 COMMENT ON FUNCTION rate_limit_take(text, text, float8, float8, float8, boolean, float8) IS
@@ -249,15 +273,14 @@ RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $$
-DECLARE
-    l rl_limit := ROW($4, $5, 0, 0, 0, 0)::rl_limit;
-    r rl_request := ROW($3, $6, $7 IS NOT NULL, coalesce($7, 0), 'Infinity')::rl_request;
 BEGIN
-    PERFORM rl_require($1, 'name', 'rate_limit_check'), rl_require($2, 'key', 'rate_limit_check'),
-            rl_require($3, 'cost', 'rate_limit_check'), rl_require($4, 'rate', 'rate_limit_check'),
-            rl_require($5, 'burst', 'rate_limit_check'), rl_require($6, 'reserve', 'rate_limit_check');
-    PERFORM rl_validate(l, r);
-    RETURN rl_decision_row(rl_apply($1, $2, l, r, 'check'), $5, $1, $4);
+    IF pg_catalog.num_nulls($1, $2, $3, $4, $5, $6) > 0 THEN
+        PERFORM rl_null_argument('rate_limit_check', ARRAY['name', 'key', 'cost', 'rate', 'burst', 'reserve'],
+                                 ARRAY[$1, $2, $3::text, $4::text, $5::text, $6::text]);
+    END IF;
+    RETURN rl_answer($1, $2, ROW($4, $5, 0, 0, 0, 0)::rl_limit,
+                     ROW($3, $6, $7 IS NOT NULL, coalesce($7, 0), 'Infinity')::rl_request,
+                     'check', 0, $4, '1 second');
 END
 $$;
 COMMENT ON FUNCTION rate_limit_check(text, text, float8, float8, float8, boolean, float8) IS
@@ -278,19 +301,13 @@ RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $$
-DECLARE
-    l rl_limit;
-    r rl_request;
 BEGIN
-    PERFORM rl_require($1, 'name', 'rate_limit_take_explicit'),
-            rl_require($2, 'key', 'rate_limit_take_explicit'),
-            rl_require($3, 'cost', 'rate_limit_take_explicit'),
-            rl_require($4, 'rate', 'rate_limit_take_explicit'),
-            rl_require($5, 'per', 'rate_limit_take_explicit');
-    l := rl_per_period_limit($4, $5, $6);
-    r := rl_within($3, $7, $8);
-    PERFORM rl_validate(l, r);
-    RETURN rl_decision_row(rl_apply($1, $2, l, r, 'take'), l.burst, $1, $4, $5);
+    IF pg_catalog.num_nulls($1, $2, $3, $4, $5) > 0 THEN
+        PERFORM rl_null_argument('rate_limit_take_explicit', ARRAY['name', 'key', 'cost', 'rate', 'per'],
+                                 ARRAY[$1, $2, $3::text, $4::text, $5::text]);
+    END IF;
+    RETURN rl_answer($1, $2, rl_per_period_limit($4, $5, $6), rl_within($3, $7, $8), 'take', 0,
+                     $4, $5);
 END
 $$;
 COMMENT ON FUNCTION rate_limit_take_explicit(text, text, float8, float8, interval, float8, interval, float8) IS
@@ -309,19 +326,13 @@ RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $$
-DECLARE
-    l rl_limit;
-    r rl_request;
 BEGIN
-    PERFORM rl_require($1, 'name', 'rate_limit_check_explicit'),
-            rl_require($2, 'key', 'rate_limit_check_explicit'),
-            rl_require($3, 'cost', 'rate_limit_check_explicit'),
-            rl_require($4, 'rate', 'rate_limit_check_explicit'),
-            rl_require($5, 'per', 'rate_limit_check_explicit');
-    l := rl_per_period_limit($4, $5, $6);
-    r := rl_within($3, $7, $8);
-    PERFORM rl_validate(l, r);
-    RETURN rl_decision_row(rl_apply($1, $2, l, r, 'check'), l.burst, $1, $4, $5);
+    IF pg_catalog.num_nulls($1, $2, $3, $4, $5) > 0 THEN
+        PERFORM rl_null_argument('rate_limit_check_explicit', ARRAY['name', 'key', 'cost', 'rate', 'per'],
+                                 ARRAY[$1, $2, $3::text, $4::text, $5::text]);
+    END IF;
+    RETURN rl_answer($1, $2, rl_per_period_limit($4, $5, $6), rl_within($3, $7, $8), 'check', 0,
+                     $4, $5);
 END
 $$;
 COMMENT ON FUNCTION rate_limit_check_explicit(text, text, float8, float8, interval, float8, interval, float8) IS
@@ -333,18 +344,13 @@ RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $$
-DECLARE
-    l rl_limit := ROW($4, $5, 0, 0, 0, 0)::rl_limit;
 BEGIN
-    PERFORM rl_require($1, 'name', 'rate_limit_refund'), rl_require($2, 'key', 'rate_limit_refund'),
-            rl_require($3, 'amount', 'rate_limit_refund'), rl_require($4, 'rate', 'rate_limit_refund'),
-            rl_require($5, 'burst', 'rate_limit_refund');
-    PERFORM rl_validate(l, ROW(0, false, false, 0, 'Infinity')::rl_request);
-    IF NOT ($3 >= 0 AND $3 < 'Infinity'::float8) THEN
-        RAISE EXCEPTION 'amount must be a finite number greater than or equal to zero'
-            USING ERRCODE = 'invalid_parameter_value';
+    IF pg_catalog.num_nulls($1, $2, $3, $4, $5) > 0 THEN
+        PERFORM rl_null_argument('rate_limit_refund', ARRAY['name', 'key', 'amount', 'rate', 'burst'],
+                                 ARRAY[$1, $2, $3::text, $4::text, $5::text]);
     END IF;
-    RETURN rl_decision_row(rl_apply($1, $2, l, NULL, 'refund', $3), $5, $1, $4);
+    RETURN rl_answer($1, $2, ROW($4, $5, 0, 0, 0, 0)::rl_limit, NULL, 'refund', $3, $4,
+                     '1 second');
 END
 $$;
 COMMENT ON FUNCTION rate_limit_refund(text, text, float8, float8, float8) IS
@@ -356,21 +362,12 @@ RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $$
-DECLARE
-    l rl_limit;
 BEGIN
-    PERFORM rl_require($1, 'name', 'rate_limit_refund_explicit'),
-            rl_require($2, 'key', 'rate_limit_refund_explicit'),
-            rl_require($3, 'amount', 'rate_limit_refund_explicit'),
-            rl_require($4, 'rate', 'rate_limit_refund_explicit'),
-            rl_require($5, 'per', 'rate_limit_refund_explicit');
-    l := rl_per_period_limit($4, $5, $6);
-    PERFORM rl_validate(l, ROW(0, false, false, 0, 'Infinity')::rl_request);
-    IF NOT ($3 >= 0 AND $3 < 'Infinity'::float8) THEN
-        RAISE EXCEPTION 'amount must be a finite number greater than or equal to zero'
-            USING ERRCODE = 'invalid_parameter_value';
+    IF pg_catalog.num_nulls($1, $2, $3, $4, $5) > 0 THEN
+        PERFORM rl_null_argument('rate_limit_refund_explicit', ARRAY['name', 'key', 'amount', 'rate', 'per'],
+                                 ARRAY[$1, $2, $3::text, $4::text, $5::text]);
     END IF;
-    RETURN rl_decision_row(rl_apply($1, $2, l, NULL, 'refund', $3), l.burst, $1, $4, $5);
+    RETURN rl_answer($1, $2, rl_per_period_limit($4, $5, $6), NULL, 'refund', $3, $4, $5);
 END
 $$;
 COMMENT ON FUNCTION rate_limit_refund_explicit(text, text, float8, float8, interval, float8) IS
@@ -384,7 +381,9 @@ AS $$
 DECLARE
     deleted int;
 BEGIN
-    PERFORM rl_require($1, 'name', 'rate_limit_reset'), rl_require($2, 'key', 'rate_limit_reset');
+    IF pg_catalog.num_nulls($1, $2) > 0 THEN
+        PERFORM rl_null_argument('rate_limit_reset', ARRAY['name', 'key'], ARRAY[$1, $2]);
+    END IF;
     DELETE FROM rate_limit_buckets AS t WHERE t.name = $1 AND t.key = $2;
     GET DIAGNOSTICS deleted = ROW_COUNT;
     RETURN deleted > 0;

@@ -52,19 +52,38 @@ RequireFor(const Signature &signature, Operation::Kind kind)
 		RequireReadable(signature);
 }
 
+/* A call that rate_limit_stats counts (a take): attached to the counters
+ * before it writes anything, with the row-lock waits it measures. */
+struct TakeCount {
+	bool counted;
+	int64 waited_before;
+};
+
+TakeCount
+StartCount(bool counted)
+{
+	if (counted)
+		PrepareStats();
+	return TakeCount{counted, BucketWaitMicros()};
+}
+
+void
+FinishCount(const TakeCount &count, text *name, double cost, const core::Decision &decision)
+{
+	if (count.counted)
+		CountTake(name, cost, decision, BucketWaitMicros() - count.waited_before);
+}
+
 /* Take or check with the limit the call gives. */
 Datum
 BucketDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::Kind kind)
 {
 	BucketCall call = DecodeBucketCall(fcinfo, signature);
 	RequireFor(signature, kind);
-	if (kind == Operation::kTake)
-		PrepareStats();
-	const int64 waited = BucketWaitMicros();
+	const TakeCount count = StartCount(kind == Operation::kTake);
 	core::Decision decision =
 	    DecideBucket(call.name, call.key, call.limit, {kind, call.request, 0.0});
-	if (kind == Operation::kTake)
-		CountTake(call.name, call.request.cost, decision, BucketWaitMicros() - waited);
+	FinishCount(count, call.name, call.request.cost, decision);
 	return DecisionDatum(fcinfo, decision, call.limit, call.label);
 }
 
@@ -82,17 +101,14 @@ PolicyDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::K
 	core::Request request = PolicyRequest(policy, call.cost, call.max_wait);
 	CheckRequest(limit, request, CallForm::kPolicy);
 	core::Decision decision;
-	if (kind == Operation::kTake)
-		PrepareStats();
-	const int64 waited = BucketWaitMicros();
+	const TakeCount count = StartCount(kind == Operation::kTake);
 	if (policy.shards > 1) {
 		decision = ShardedDecision(call.name, call.key, policy, limit, kind, request);
 	} else {
 		Operation operation{kind, request, 0.0, policy.has_initial, policy.initial};
 		decision = DecideBucket(call.name, call.key, limit, operation);
 	}
-	if (kind == Operation::kTake)
-		CountTake(call.name, call.cost, decision, BucketWaitMicros() - waited);
+	FinishCount(count, call.name, call.cost, decision);
 	if (policy.jitter > 0.0 && !decision.allowed)
 		decision.retry_after = core::Jittered(decision.retry_after, policy.jitter,
 		                                      BucketHash(call.name, call.key, kJitterSeed));
@@ -117,16 +133,14 @@ TakeAllDecision(FunctionCallInfo fcinfo, const Signature &signature)
 	TakeAllCall call = DecodeTakeAllCall(fcinfo, signature);
 	LimitList limits = ReadLimitList(call);
 	RequireWritable(signature);
-	PrepareStats();
-	const int64 waited = BucketWaitMicros();
+	const TakeCount count = StartCount(true);
 	AllDecision decision = TakeAllLimits(limits, call.max_wait);
 	/* Each limit counts the call's outcome, its own cost and the call's wait. */
-	const int64 wait = BucketWaitMicros() - waited;
 	for (int i = 0; i < decision.count; i++) {
 		core::Decision outcome = decision.decisions[i];
 		outcome.allowed = decision.allowed;
-		CountTake(DatumGetTextPP(limits.names[i]),
-		          limits.costs != NULL ? DatumGetFloat8(limits.costs[i]) : 1.0, outcome, wait);
+		FinishCount(count, DatumGetTextPP(limits.names[i]),
+		            limits.costs != NULL ? DatumGetFloat8(limits.costs[i]) : 1.0, outcome);
 	}
 	return AllDecisionDatum(fcinfo, decision);
 }

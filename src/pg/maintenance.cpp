@@ -59,26 +59,42 @@ struct PurgeScope {
 	Policy last_policy;
 };
 
+/* The limit row (name, row_key) has under `policy` as it is defined now:
+ * a key's own row (*shard -1), or shard *shard of key *key.  False for a row
+ * the policy does not read (a shard number it no longer has). */
+bool
+PolicyRowLimit(const Policy &policy, text *name, text *row_key, core::Limit *limit, text **key,
+               int *shard)
+{
+	*key = row_key;
+	*shard = -1;
+	if (policy.shards == 1) {
+		*limit = PolicyLimit(policy, name, row_key);
+		return true;
+	}
+	if (!SplitShardKey(row_key, policy.shards, key, shard))
+		return false;
+	*limit =
+	    core::ShareOfShard(PolicyLimit(policy, name, *key), policy.initial, policy.shards).limit;
+	return true;
+}
+
 /* Whether a row of policy `policy` can be forgotten: the policy does not
  * remember first sightings, and refilled to now under the policy as it is
  * defined now (which may differ from when the row was written) the bucket
- * is full.  A row the policy does not read (a shard number it no longer
- * has) is judged by what it was written with. */
+ * is full.  A row the policy does not read is judged by what it was
+ * written with. */
 bool
 PolicyRowIsFull(const Policy &policy, const StoredBucket &row, TimestampTz now)
 {
 	if (policy.has_initial && policy.initial < policy.limit.burst)
 		return false;
-	if (policy.shards == 1)
-		return core::IsFull(row.bucket, PolicyLimit(policy, row.name, row.key), now);
+	core::Limit limit;
 	text *key;
 	int shard;
-	if (!SplitShardKey(row.key, policy.shards, &key, &shard))
+	if (!PolicyRowLimit(policy, row.name, row.key, &limit, &key, &shard))
 		return row.full_at <= now;
-	const core::ShardShare share =
-	    core::ShareOfShard(PolicyLimit(policy, row.name, key), policy.initial, policy.shards);
-	pfree(key);
-	return core::IsFull(row.bucket, share.limit, now);
+	return core::IsFull(row.bucket, limit, now);
 }
 
 /* SweepFilter of rate_limit_purge: rows whose deletion changes no answer.
@@ -197,28 +213,13 @@ ListBucket(const StoredBucket &row, void *context)
 	Datum values[kBucketColumns];
 	bool nulls[kBucketColumns] = {};
 	text *key = row.key;
-	int shard = 0;
-	bool known = false;
+	int shard = -1;
 	core::Limit limit{};
-	if (listing->has_policy) {
-		const Policy &policy = listing->policy;
-		if (policy.shards == 1) {
-			limit = PolicyLimit(policy, row.name, key);
-			known = true;
-			nulls[kColShard] = true;
-		} else if (SplitShardKey(row.key, policy.shards, &key, &shard)) {
-			limit = core::ShareOfShard(PolicyLimit(policy, row.name, key), policy.initial,
-			                           policy.shards)
-			            .limit;
-			known = true;
-		} else {
-			nulls[kColShard] = true; /* a row the policy does not read */
-		}
-	} else {
-		nulls[kColShard] = true;
-	}
+	const bool known = listing->has_policy &&
+	                   PolicyRowLimit(listing->policy, row.name, row.key, &limit, &key, &shard);
 	values[kColKey] = PointerGetDatum(key);
 	values[kColShard] = Int32GetDatum(shard);
+	nulls[kColShard] = shard < 0;
 	values[kColTokens] = Float8GetDatum(row.bucket.tokens);
 	values[kColLastRefill] = TimestampTzGetDatum(row.bucket.stamp_us);
 	/* Only a box that still holds the key. */

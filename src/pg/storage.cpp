@@ -329,17 +329,23 @@ CloseStateRelations(OpenRelations *rels)
 	table_close(rels->heap, NoLock);
 }
 
-/* Scan keys for (name, key), with the equality function looked up once per
- * relcache generation rather than per call. */
+/* A scan key for `value` of column `att` (name or key) of the primary key,
+ * with the equality function looked up once per relcache generation rather
+ * than per call. */
+void
+InitEqualKey(ScanKeyData *scan_key, AttrNumber att, text *value)
+{
+	ScanKeyEntryInitializeWithInfo(scan_key, 0, att, BTEqualStrategyNumber, InvalidOid,
+	                               C_COLLATION_OID, &state_relations.key_equal,
+	                               PointerGetDatum(value));
+}
+
+/* Scan keys for (name, key). */
 void
 InitBucketKeys(ScanKeyData *keys, text *name, text *key)
 {
-	ScanKeyEntryInitializeWithInfo(&keys[0], 0, kAttName, BTEqualStrategyNumber, InvalidOid,
-	                               C_COLLATION_OID, &state_relations.key_equal,
-	                               PointerGetDatum(name));
-	ScanKeyEntryInitializeWithInfo(&keys[1], 0, kAttKey, BTEqualStrategyNumber, InvalidOid,
-	                               C_COLLATION_OID, &state_relations.key_equal,
-	                               PointerGetDatum(key));
+	InitEqualKey(&keys[0], kAttName, name);
+	InitEqualKey(&keys[1], kAttKey, key);
 }
 
 /* Finds the row's version visible to a dirty snapshot: the latest committed
@@ -918,9 +924,7 @@ VisitBuckets(text *name, BucketVisitor visit, void *context)
 	OpenRelations rels;
 	OpenStateRelations(AccessShareLock, &rels);
 	ScanKeyData scan_key;
-	ScanKeyEntryInitializeWithInfo(&scan_key, 0, kAttName, BTEqualStrategyNumber, InvalidOid,
-	                               C_COLLATION_OID, &state_relations.key_equal,
-	                               PointerGetDatum(name));
+	InitEqualKey(&scan_key, kAttName, name);
 	SnapshotData dirty;
 	InitDirtySnapshot(dirty);
 	TupleTableSlot *slot = table_slot_create(rels.heap, NULL);
@@ -945,9 +949,7 @@ ListBucketKeys(text *name, text *after, text **keys, int max_keys)
 	OpenRelations rels;
 	OpenStateRelations(AccessShareLock, &rels);
 	ScanKeyData scan_keys[2];
-	ScanKeyEntryInitializeWithInfo(&scan_keys[0], 0, kAttName, BTEqualStrategyNumber, InvalidOid,
-	                               C_COLLATION_OID, &state_relations.key_equal,
-	                               PointerGetDatum(name));
+	InitEqualKey(&scan_keys[0], kAttName, name);
 	const int nkeys = after == NULL ? 1 : 2;
 	if (after != NULL)
 		ScanKeyEntryInitialize(&scan_keys[1], 0, kAttKey, BTGreaterStrategyNumber, InvalidOid,
