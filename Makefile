@@ -21,12 +21,16 @@ OBJS = \
 	src/pg/stats.o \
 	src/pg/storage.o \
 	src/pg/take_all.o
-DATA = $(wildcard sql/$(EXTENSION)--*.sql)
+DATA = $(wildcard sql/$(EXTENSION)--*.sql) ratelimit_portable.control
+# The portable limiter as an extension with no C module: one script made
+# from portable/*.sql (portable/ratelimit.sql is the psql script).
+PORTABLE_SCRIPT = portable/ratelimit_portable--$(EXTVERSION).sql
+DATA_built = $(PORTABLE_SCRIPT)
 PGFILEDESC = "ratelimit - transactional rate limiter"
 
 # Regression inputs live in test/sql, expected output in ./expected.  No test
 # may be named like a file in ./sql: pg_regress looks there first.
-REGRESS = $(patsubst test/sql/%.sql,%,$(sort $(wildcard test/sql/*.sql)))
+REGRESS = $(filter-out portable_setup portable_reinstall,$(patsubst test/sql/%.sql,%,$(sort $(wildcard test/sql/*.sql))))
 REGRESS_OPTS = --inputdir=test --load-extension=$(EXTENSION)
 ISOLATION = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=test --load-extension=$(EXTENSION)
@@ -45,6 +49,30 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 $(OBJS): $(wildcard src/core/*.hpp src/pg/*.hpp)
+
+$(PORTABLE_SCRIPT): $(filter-out $(PORTABLE_SCRIPT),$(wildcard portable/*.sql)) portable/extension-script
+	portable/extension-script > $@
+
+# --- the shared regression suite against the portable limiter ---
+# The extension ratelimit_portable in place of ratelimit: portable_setup
+# first, then every test of the contract.  NATIVE_ONLY tests are of what the
+# portable limiter does not have (the C module, its GUCs and shared memory,
+# upgrades of the native scripts) or the algebra compared against itself;
+# portable_reinstall takes the place of hostile_schema, which reinstalls the
+# native extension.
+# Expected output is shared; test/portable/expected holds the files of
+# documented differences, laid over it.
+NATIVE_ONLY = portable_setup portable_reinstall portable_core portable_api install upgrade old_signatures \
+	table_shape schema_ratelimit stats logged_state fixed_clock_grant policy_lookup
+PORTABLE_OUTPUT = output_portable
+installcheck-portable: $(PORTABLE_SCRIPT)
+	rm -rf $(PORTABLE_OUTPUT) && mkdir -p $(PORTABLE_OUTPUT)/input/expected
+	ln -s $(CURDIR)/test/sql $(PORTABLE_OUTPUT)/input/sql
+	cp expected/*.out $(PORTABLE_OUTPUT)/input/expected/
+	cp test/portable/expected/*.out $(PORTABLE_OUTPUT)/input/expected/ 2>/dev/null || true
+	$(pg_regress_installcheck) --inputdir=$(PORTABLE_OUTPUT)/input --outputdir=$(PORTABLE_OUTPUT) \
+		--load-extension=ratelimit_portable --launcher=$(CURDIR)/test/portable/psql-launcher \
+		portable_setup $(patsubst hostile_schema,portable_reinstall,$(filter-out $(NATIVE_ONLY),$(REGRESS)))
 
 # Tests of what older servers lack: GRANT SET ON PARAMETER is 15's.
 REGRESS_SINCE_15 = fixed_clock_grant
@@ -107,6 +135,6 @@ bench:
 test:
 	scripts/test
 
-EXTRA_CLEAN = $(UNIT_BIN) $(LOAD_BIN) output_iso
+EXTRA_CLEAN = $(UNIT_BIN) $(LOAD_BIN) output_iso output_portable
 
-.PHONY: unit load isolationcheck dist demo test bench
+.PHONY: unit load isolationcheck installcheck-portable dist demo test bench

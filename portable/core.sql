@@ -42,7 +42,8 @@ CREATE TYPE rl_decision AS (
     retry_after  float8,
     reset_after  float8,
     refill_after float8,
-    next         rl_bucket);
+    next         rl_bucket,
+    refunded     float8);
 
 CREATE FUNCTION rl_not_blocked() RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT '-9223372036854775808'::bigint $$;
@@ -167,6 +168,10 @@ BEGIN
             tokens := CASE WHEN added >= l.burst - tokens THEN l.burst ELSE tokens + added END;
         END IF;
         RETURN ROW(tokens, now_us, b.blocked_until_us)::rl_bucket;
+    END IF;
+    -- An elapsed time beyond bigint: full (as __builtin_sub_overflow).
+    IF b.stamp_us < 0 AND now_us > b.stamp_us + 9223372036854775807 THEN
+        RETURN ROW(l.burst, now_us, b.blocked_until_us)::rl_bucket;
     END IF;
     tokens := rl_credit_continuous(l, tokens, (now_us - b.stamp_us)::float8);
     IF tokens > l.burst THEN tokens := l.burst; END IF;
@@ -414,7 +419,12 @@ DECLARE
     tokens float8 := cur.tokens + amount;
     d rl_decision;
 BEGIN
-    IF tokens > l.burst THEN tokens := l.burst; END IF;
+    IF tokens > l.burst THEN
+        tokens := l.burst;
+        d.refunded := l.burst - cur.tokens;
+    ELSE
+        d.refunded := amount;
+    END IF;
     d.allowed := true;
     d.remaining := tokens;
     d.next := ROW(tokens, cur.stamp_us, cur.blocked_until_us)::rl_bucket;

@@ -6,16 +6,25 @@
 --
 --   psql -v ON_ERROR_STOP=1 -c 'SET search_path = app' -f portable/ratelimit.sql
 --
--- Bucket state is a plain table in that schema; every call reads and writes
--- it with ordinary SQL, so a concurrent update of the same bucket under
--- REPEATABLE READ or SERIALIZABLE fails with 40001 (retry the transaction),
--- where the native extension never fails.  The refill algebra is the
--- native one's, number for number (core.sql).
---
--- This file so far carries the calls with explicit parameters: take, check
--- and refund, per second (0.1.0) and per period, and reset.
+-- The same API as the native extension, with the same arguments, result
+-- rows, SQLSTATEs and messages; the refill algebra is the native one's,
+-- number for number (core.sql).  Bucket state is a table in that schema,
+-- read and written with ordinary SQL, so a concurrent update of the same
+-- bucket under REPEATABLE READ or SERIALIZABLE fails with 40001 (retry the
+-- transaction), where the native extension never fails.  The functions run
+-- with the rights of the role that ran this script (SECURITY DEFINER): the
+-- tables are theirs alone, and the functions are the interface.
+
+\set ON_ERROR_STOP 1
+SELECT pg_catalog.current_schema() AS rl_schema \gset
+\if :{?rl_schema}
+\else
+\echo 'portable/ratelimit.sql: no schema to install into: set search_path first'
+\quit
+\endif
 
 \ir core.sql
+\ir errors.sql
 
 CREATE TYPE rate_limit_decision AS (
     allowed      boolean,
@@ -31,17 +40,40 @@ COMMENT ON TYPE rate_limit_decision IS
     'answer of a rate limit call: allowed, tokens remaining (negative = reserved debt), seconds until a retry succeeds or reserved work may start, seconds until full, the burst, the limit''s name, its quota per period, and seconds until more quota arrives';
 
 -- One row per bucket; times in whole microseconds since 2000-01-01 UTC, as
--- the algebra counts them.  The low fillfactor keeps updates HOT.
-CREATE TABLE rate_limit_buckets (
-    name          text COLLATE "C" NOT NULL,
-    key           text COLLATE "C" NOT NULL,
-    tokens        float8 NOT NULL,
-    stamp_us      bigint NOT NULL,
-    full_at_us    bigint NOT NULL,
-    blocked_until_us bigint NOT NULL,
-    CONSTRAINT rate_limit_buckets_pkey PRIMARY KEY (name, key)
-) WITH (fillfactor = 30);
-COMMENT ON TABLE rate_limit_buckets IS
+-- the algebra counts them.  On PostgreSQL, UNLOGGED as in the native
+-- extension (a crash empties it: every bucket starts full again; see
+-- rate_limit_set_logged), with room on each page for HOT updates.
+-- YugabyteDB keeps rows in tablets, not heap pages: there the primary key is
+-- hash-sharded over (name, key), so that one limit's keys spread over
+-- tablets, and the table is a plain one (older releases reject UNLOGGED,
+-- newer ones ignore it).
+DO $$
+BEGIN
+    IF pg_catalog.version() ~ '-YB-' THEN
+        EXECUTE 'CREATE TABLE rl_buckets (
+            name          text COLLATE "C" NOT NULL,
+            key           text COLLATE "C" NOT NULL,
+            tokens        float8 NOT NULL,
+            stamp_us      bigint NOT NULL,
+            full_at_us    bigint NOT NULL,
+            blocked_until_us bigint NOT NULL,
+            CONSTRAINT rl_buckets_pkey PRIMARY KEY ((name, key) HASH))';
+    ELSE
+        EXECUTE 'CREATE UNLOGGED TABLE rl_buckets (
+            name          text COLLATE "C" NOT NULL,
+            key           text COLLATE "C" NOT NULL,
+            tokens        float8 NOT NULL,
+            stamp_us      bigint NOT NULL,
+            full_at_us    bigint NOT NULL,
+            blocked_until_us bigint NOT NULL,
+            CONSTRAINT rl_buckets_pkey PRIMARY KEY (name, key)
+        ) WITH (fillfactor = 30, autovacuum_vacuum_scale_factor = 0,
+                autovacuum_vacuum_threshold = 1000)';
+    END IF;
+END
+$$;
+REVOKE ALL ON TABLE rl_buckets FROM PUBLIC;
+COMMENT ON TABLE rl_buckets IS
     'token buckets of the portable rate limiter: written only by its functions';
 
 -- The clock, in whole microseconds since 2000-01-01 UTC.
@@ -51,114 +83,129 @@ AS $$ SELECT (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())::numer
               - 946684800000000)::bigint $$;
 COMMENT ON FUNCTION rl_now() IS 'the limiter''s clock: microseconds since 2000-01-01 UTC';
 
--- Checks the numbers of a call as core::Validate does, with the native
--- extension's SQLSTATEs and messages.
-CREATE FUNCTION rl_validate(l rl_limit, r rl_request) RETURNS void
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
-BEGIN
-    IF NOT (r.cost >= 0 AND r.cost < 'Infinity'::float8) THEN
-        RAISE EXCEPTION 'cost must be a finite number greater than or equal to zero'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF NOT (l.rate >= 0 AND l.rate < 'Infinity'::float8) THEN
-        RAISE EXCEPTION 'rate must be a finite number greater than or equal to zero'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF NOT (l.burst > 0 AND l.burst < 'Infinity'::float8) THEN
-        RAISE EXCEPTION 'burst must be a finite number greater than zero'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF r.debt_capped AND NOT (r.max_reserved >= 0 AND r.max_reserved < 'Infinity'::float8) THEN
-        RAISE EXCEPTION 'max_reserved must be a finite number greater than or equal to zero'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF NOT (r.max_wait >= 0) THEN
-        RAISE EXCEPTION 'max_wait must not be negative'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF NOT r.reserve AND r.cost > l.burst THEN
-        RAISE EXCEPTION 'cost exceeds burst'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF r.reserve AND r.cost > l.burst + rl_debt_cap(l, r) THEN
-        RAISE EXCEPTION 'cost exceeds burst plus max_reserved'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-END
-$$;
-
--- 22004 for the first of `arguments` (named by `names`) that is NULL, as the
--- native functions say it.  Called only when one is: num_nulls() is the
--- cheap test on the way of every call.
-CREATE FUNCTION rl_null_argument(function_name text, names text[], arguments text[])
+-- 22004 for the first of arguments (named by names) that is NULL, as the
+-- native functions say it (hint: what may be NULL instead; key has its
+-- own).  Called only when one is: num_nulls() is the cheap test on the way
+-- of every call.
+CREATE FUNCTION rl_null_argument(function_name text, names text[], arguments text[], hint text)
 RETURNS void
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
 BEGIN
     FOR i IN 1..pg_catalog.array_length(names, 1) LOOP
         IF arguments[i] IS NULL THEN
-            RAISE EXCEPTION '% must not be null', names[i]
-                USING ERRCODE = 'null_value_not_allowed',
-                      DETAIL = pg_catalog.format('%s() requires a value for %s.', function_name, names[i]);
+            PERFORM rl_report_null_argument(function_name, names[i],
+                                            CASE WHEN names[i] = 'key'
+                                                 THEN 'Use key '''' for a limit shared by every caller.'
+                                                 ELSE hint END);
         END IF;
     END LOOP;
 END
 $$;
 
--- The limit of an explicit per-period call: rate tokens per period per
--- (seconds as date_part('epoch', ...) counts them), burst by default the rate.
+-- A request with nothing to take (core::Request::Plain(0)).
+CREATE FUNCTION rl_no_request() RETURNS rl_request
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT ROW(0, false, false, 0, 'Infinity')::rl_request $$;
+
+-- max_wait in seconds: 0 when NULL; 22023 when negative (MaxWaitArg).
+CREATE FUNCTION rl_max_wait(max_wait interval) RETURNS float8
+LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+DECLARE
+    seconds float8;
+BEGIN
+    IF max_wait IS NULL THEN
+        RETURN 0;
+    END IF;
+    seconds := pg_catalog.date_part('epoch', max_wait);
+    IF NOT (seconds >= 0) THEN
+        PERFORM rl_report_negative_max_wait(max_wait);
+    END IF;
+    RETURN seconds;
+END
+$$;
+
+-- The limit of an explicit per-period call (PerPeriodLimit): rate tokens
+-- per period per (seconds as date_part('epoch', ...) counts them), burst by
+-- default the rate; the period and the rate are checked first.
 CREATE FUNCTION rl_per_period_limit(rate float8, per interval, burst float8) RETURNS rl_limit
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
 DECLARE
     seconds float8 := pg_catalog.date_part('epoch', per);
+    l rl_limit := ROW(rate, coalesce(burst, rate), 0, 0, 0, 0)::rl_limit;
+    per_second float8;
 BEGIN
-    IF NOT (seconds < 'Infinity'::float8 AND pg_catalog.round(seconds * '1000000'::float8) >= 1) THEN
-        RAISE EXCEPTION 'per must be a positive interval'
-            USING ERRCODE = 'invalid_parameter_value';
+    IF NOT (seconds > '-Infinity'::float8 AND seconds < 'Infinity'::float8
+            AND pg_catalog.round(seconds * '1000000'::float8) >= 1) THEN
+        PERFORM rl_report_invalid_period('per', per, seconds);
     END IF;
-    -- Before the division, and so before the checks of rl_validate, as the
-    -- native functions check a per-period rate.
     IF NOT (rate >= 0 AND rate < 'Infinity'::float8) THEN
-        RAISE EXCEPTION 'rate must be a finite number greater than or equal to zero'
-            USING ERRCODE = 'invalid_parameter_value';
+        PERFORM rl_report_invalid_request('rate_invalid', l, rl_no_request(), 'per_period', rate);
     END IF;
-    RETURN ROW(rate / seconds, coalesce(burst, rate), 0, 0, 0, 0)::rl_limit;
+    -- A quotient beyond float8 is an error in SQL (Infinity or 0 in C); only
+    -- rates at the ends of the range can give one.
+    IF rate > 0 AND (rate > '1e300'::float8 OR rate < '1e-300'::float8) THEN
+        BEGIN
+            per_second := rate / seconds;
+        EXCEPTION WHEN numeric_value_out_of_range THEN
+            per_second := 0;
+        END;
+    ELSE
+        per_second := rate / seconds;
+    END IF;
+    IF rate > 0 AND NOT (per_second > 0 AND per_second < 'Infinity'::float8) THEN
+        PERFORM rl_report_rate_out_of_range(rate, per);
+    END IF;
+    l.rate := per_second;
+    RETURN l;
 END
 $$;
 
 -- A request of cost that may reserve when the work can start within
 -- max_wait (core::Request::Within), capped at max_reserved when given.
 CREATE FUNCTION rl_within(cost float8, max_wait interval, max_reserved float8) RETURNS rl_request
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
 DECLARE
-    wait_s float8 := CASE WHEN max_wait IS NULL THEN 0
-                          ELSE pg_catalog.date_part('epoch', max_wait) END;
+    wait_s float8 := rl_max_wait(max_wait);
 BEGIN
-    IF NOT (wait_s >= 0) THEN
-        RAISE EXCEPTION 'max_wait must not be negative'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
     RETURN ROW(cost, wait_s > 0, max_reserved IS NOT NULL, coalesce(max_reserved, 0),
                CASE WHEN wait_s > 0 THEN wait_s ELSE 'Infinity'::float8 END)::rl_request;
 END
 $$;
 
--- What call op ('take', 'check' or 'refund' of amount) decides on bucket b.
+-- A take whose call as a whole was denied (take_all): one that would now
+-- be granted takes nothing and starts no box.
+CREATE FUNCTION rl_penalized(d rl_decision) RETURNS rl_decision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT CASE WHEN d.allowed
+                  THEN ROW(false, false, d.remaining, d.retry_after, d.reset_after, d.refill_after,
+                           d.next, d.refunded)::rl_decision
+                  ELSE d END $$;
+
+-- What operation op decides on bucket b (Evaluate): 'take' and 'check' of
+-- request r, 'refund' of amount, 'record' (a first sighting: nothing
+-- taken) and 'penalize' (a take of a call denied as a whole).
 CREATE FUNCTION rl_operate(b rl_bucket, l rl_limit, r rl_request, op text, amount float8,
                            now_us bigint) RETURNS rl_decision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT CASE WHEN op = 'refund' THEN rl_refund(b, l, amount, now_us)
-                  ELSE rl_decide(b, l, r, now_us) END $$;
+AS $$ SELECT CASE op WHEN 'refund' THEN rl_refund(b, l, amount, now_us)
+                     WHEN 'record' THEN rl_decide(b, l, rl_no_request(), now_us)
+                     WHEN 'penalize' THEN rl_penalized(rl_decide(b, l, r, now_us))
+                     ELSE rl_decide(b, l, r, now_us) END $$;
 
--- Decides (and, for a take or refund, stores) a call on bucket (name, key).  A
--- decision that writes nothing (a denial, a look) is made on the bucket as
--- committed, without a lock; one that writes locks the row and, if the
--- row changed meanwhile, decides again on what it holds then; it writes in
--- the caller's transaction.
+-- Decides (and, but for a check, stores) operation op on bucket (name, key),
+-- a new one starting with initial tokens (NULL: full), as the native
+-- DecideBucket does.  A decision that writes nothing (a denial, a look) is
+-- made on the bucket as committed, without a lock; one that writes locks
+-- the row and, if the row changed meanwhile, decides again on what it holds
+-- then; it writes in the caller's transaction.  A new key below full is
+-- stored even when nothing was taken: its first sighting counts.
 CREATE FUNCTION rl_apply(p_name text, p_key text, l rl_limit, r rl_request, op text,
-                         amount float8 DEFAULT 0)
+                         amount float8 DEFAULT 0, initial float8 DEFAULT NULL)
 RETURNS rl_decision
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
+    writes boolean := op <> 'check';
+    below_full boolean := coalesce(initial < l.burst, false);
     looked rl_bucket;
     b rl_bucket;
     d rl_decision;
@@ -168,31 +215,41 @@ BEGIN
     LOOP
         now_us := rl_now();
         SELECT t.tokens, t.stamp_us, t.blocked_until_us INTO looked
-          FROM rate_limit_buckets AS t WHERE t.name = p_name AND t.key = p_key;
+          FROM rl_buckets AS t WHERE t.name = p_name AND t.key = p_key;
         IF NOT FOUND THEN
             looked := NULL;
-            d := rl_operate(ROW(l.burst, now_us, rl_not_blocked())::rl_bucket, l, r, op, amount, now_us);
+            d := rl_operate(ROW(coalesce(initial, l.burst), now_us, rl_not_blocked())::rl_bucket,
+                            l, r, op, amount, now_us);
+            IF NOT writes OR NOT (d.write OR below_full) THEN
+                RETURN d;
+            END IF;
         ELSE
+            IF op = 'record' THEN
+                RETURN d; -- the key is known already
+            END IF;
             d := rl_operate(looked, l, r, op, amount, now_us);
-        END IF;
-        IF op = 'check' OR NOT d.write THEN
-            RETURN d;
+            IF NOT writes OR NOT d.write THEN
+                RETURN d;
+            END IF;
         END IF;
         SELECT t.tokens, t.stamp_us, t.blocked_until_us INTO b
-          FROM rate_limit_buckets AS t WHERE t.name = p_name AND t.key = p_key FOR UPDATE;
+          FROM rl_buckets AS t WHERE t.name = p_name AND t.key = p_key FOR UPDATE;
         IF NOT FOUND THEN
             IF looked IS NOT NULL THEN
                 CONTINUE; -- reset meanwhile: look again
             END IF;
-            INSERT INTO rate_limit_buckets AS t
+            INSERT INTO rl_buckets AS t
             VALUES (p_name, p_key, (d.next).tokens, (d.next).stamp_us, rl_full_at(d, now_us),
                     (d.next).blocked_until_us)
-            ON CONFLICT ON CONSTRAINT rate_limit_buckets_pkey DO NOTHING;
+            ON CONFLICT ON CONSTRAINT rl_buckets_pkey DO NOTHING;
             GET DIAGNOSTICS inserted = ROW_COUNT;
             IF inserted = 1 THEN
                 RETURN d;
             END IF;
             CONTINUE; -- inserted meanwhile: decide again on it
+        END IF;
+        IF op = 'record' THEN
+            RETURN d;
         END IF;
         -- What was decided on is what is locked: the decision stands, at the
         -- clock reading it was made at.  Otherwise decide again, now.
@@ -201,7 +258,7 @@ BEGIN
             d := rl_operate(b, l, r, op, amount, now_us);
         END IF;
         IF d.write THEN
-            UPDATE rate_limit_buckets AS t
+            UPDATE rl_buckets AS t
                SET tokens = (d.next).tokens, stamp_us = (d.next).stamp_us,
                    full_at_us = rl_full_at(d, now_us), blocked_until_us = (d.next).blocked_until_us
              WHERE t.name = p_name AND t.key = p_key;
@@ -211,24 +268,74 @@ BEGIN
 END
 $$;
 
--- One call of the API once its arguments have values: checked as the native
--- function checks them, applied to bucket (name, key), answered as a
--- decision row labelled quota per `per`.
-CREATE FUNCTION rl_answer(p_name text, p_key text, l rl_limit, r rl_request, op text,
-                          amount float8, quota float8, per interval)
+-- Whether bucket state is in a logged table (kept on standbys).
+CREATE FUNCTION rl_state_logged() RETURNS boolean
+LANGUAGE sql STABLE
+AS $$ SELECT c.relpersistence = 'p' FROM pg_catalog.pg_class AS c
+       WHERE c.oid = 'rl_buckets'::pg_catalog.regclass $$;
+
+-- A call that writes bucket state: refused on a standby and in a read-only
+-- transaction, with the native messages (RequireWritable).
+CREATE FUNCTION rl_require_writable(function_name text) RETURNS void
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF pg_catalog.pg_is_in_recovery() THEN
+        PERFORM rl_report_recovery(function_name, rl_state_logged());
+    END IF;
+    IF pg_catalog.current_setting('transaction_read_only') = 'on' THEN
+        PERFORM rl_report_read_only(function_name);
+    END IF;
+END
+$$;
+
+-- A call that reads bucket state: refused on a standby unless the state is
+-- logged (RequireReadable).
+CREATE FUNCTION rl_require_readable(function_name text) RETURNS void
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF pg_catalog.pg_is_in_recovery() AND NOT rl_state_logged() THEN
+        PERFORM rl_report_recovery(function_name, false);
+    END IF;
+END
+$$;
+
+-- Name and key checked, then refused if a policy governs the name: a call
+-- that passes its own rate could refill a policy's buckets or lock them out
+-- (DecodeNameAndKey, RefuseGovernedName).
+CREATE FUNCTION rl_explicit_name(function_name text, p_name text, p_key text) RETURNS void
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    PERFORM rl_check_name_and_key(p_name, p_key);
+    IF EXISTS (SELECT FROM rl_policies AS p WHERE p.name = p_name) THEN
+        PERFORM rl_report_governed_name(p_name, function_name);
+    END IF;
+END
+$$;
+
+-- The rest of a call with explicit parameters once its name and key are
+-- checked: the limit and request checked as the native function checks
+-- them in form ('per_second' or 'per_period'), the amount of a refund after
+-- them; applied; answered as a decision row labelled quota per per.
+CREATE FUNCTION rl_explicit_call(function_name text, p_name text, p_key text, l rl_limit,
+                                 r rl_request, form text, op text, amount float8, quota float8,
+                                 per interval)
 RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     d rl_decision;
 BEGIN
     IF op = 'refund' THEN
-        PERFORM rl_validate(l, ROW(0, false, false, 0, 'Infinity')::rl_request);
+        PERFORM rl_check_request(l, rl_no_request(), form, l.rate);
         IF NOT (amount >= 0 AND amount < 'Infinity'::float8) THEN
-            RAISE EXCEPTION 'amount must be a finite number greater than or equal to zero'
-                USING ERRCODE = 'invalid_parameter_value';
+            PERFORM rl_report_invalid_amount(amount);
         END IF;
     ELSE
-        PERFORM rl_validate(l, r);
+        PERFORM rl_check_request(l, r, form, l.rate);
+    END IF;
+    IF op = 'check' THEN
+        PERFORM rl_require_readable(function_name);
+    ELSE
+        PERFORM rl_require_writable(function_name);
     END IF;
     d := rl_apply(p_name, p_key, l, r, op, amount);
     RETURN ROW(d.allowed, d.remaining, d.retry_after, d.reset_after, l.burst, p_name, quota, per,
@@ -245,17 +352,19 @@ CREATE FUNCTION rate_limit_take(
     reserve      boolean DEFAULT false,
     max_reserved float8  DEFAULT NULL)
 RETURNS rate_limit_decision
-LANGUAGE plpgsql VOLATILE
-SET search_path FROM CURRENT
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = :"rl_schema", pg_temp
 AS $$
 BEGIN
     IF pg_catalog.num_nulls($1, $2, $3, $4, $5, $6) > 0 THEN
         PERFORM rl_null_argument('rate_limit_take', ARRAY['name', 'key', 'cost', 'rate', 'burst', 'reserve'],
-                                 ARRAY[$1, $2, $3::text, $4::text, $5::text, $6::text]);
+                                 ARRAY[$1, $2, $3::text, $4::text, $5::text, $6::text],
+                                 'Only max_reserved may be NULL, meaning no cap on reserved debt.');
     END IF;
-    RETURN rl_answer($1, $2, ROW($4, $5, 0, 0, 0, 0)::rl_limit,
-                     ROW($3, $6, $7 IS NOT NULL, coalesce($7, 0), 'Infinity')::rl_request,
-                     'take', 0, $4, '1 second');
+    PERFORM rl_explicit_name('rate_limit_take', $1, $2);
+    RETURN rl_explicit_call('rate_limit_take', $1, $2, ROW($4, $5, 0, 0, 0, 0)::rl_limit,
+                            ROW($3, $6, $7 IS NOT NULL, coalesce($7, 0), 'Infinity')::rl_request,
+                            'per_second', 'take', 0, $4, '1 second');
 END
 $$;
 COMMENT ON FUNCTION rate_limit_take(text, text, float8, float8, float8, boolean, float8) IS
@@ -270,17 +379,19 @@ CREATE FUNCTION rate_limit_check(
     reserve      boolean DEFAULT false,
     max_reserved float8  DEFAULT NULL)
 RETURNS rate_limit_decision
-LANGUAGE plpgsql VOLATILE
-SET search_path FROM CURRENT
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = :"rl_schema", pg_temp
 AS $$
 BEGIN
     IF pg_catalog.num_nulls($1, $2, $3, $4, $5, $6) > 0 THEN
         PERFORM rl_null_argument('rate_limit_check', ARRAY['name', 'key', 'cost', 'rate', 'burst', 'reserve'],
-                                 ARRAY[$1, $2, $3::text, $4::text, $5::text, $6::text]);
+                                 ARRAY[$1, $2, $3::text, $4::text, $5::text, $6::text],
+                                 'Only max_reserved may be NULL, meaning no cap on reserved debt.');
     END IF;
-    RETURN rl_answer($1, $2, ROW($4, $5, 0, 0, 0, 0)::rl_limit,
-                     ROW($3, $6, $7 IS NOT NULL, coalesce($7, 0), 'Infinity')::rl_request,
-                     'check', 0, $4, '1 second');
+    PERFORM rl_explicit_name('rate_limit_check', $1, $2);
+    RETURN rl_explicit_call('rate_limit_check', $1, $2, ROW($4, $5, 0, 0, 0, 0)::rl_limit,
+                            ROW($3, $6, $7 IS NOT NULL, coalesce($7, 0), 'Infinity')::rl_request,
+                            'per_second', 'check', 0, $4, '1 second');
 END
 $$;
 COMMENT ON FUNCTION rate_limit_check(text, text, float8, float8, float8, boolean, float8) IS
@@ -298,20 +409,22 @@ CREATE FUNCTION rate_limit_take_explicit(
     max_wait     interval DEFAULT NULL,
     max_reserved float8   DEFAULT NULL)
 RETURNS rate_limit_decision
-LANGUAGE plpgsql VOLATILE
-SET search_path FROM CURRENT
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = :"rl_schema", pg_temp
 AS $$
 BEGIN
     IF pg_catalog.num_nulls($1, $2, $3, $4, $5) > 0 THEN
         PERFORM rl_null_argument('rate_limit_take_explicit', ARRAY['name', 'key', 'cost', 'rate', 'per'],
-                                 ARRAY[$1, $2, $3::text, $4::text, $5::text]);
+                                 ARRAY[$1, $2, $3::text, $4::text, $5::text],
+                                 'Only burst (meaning the rate), max_wait (meaning no reservation) and max_reserved (meaning no cap on reserved debt) may be NULL.');
     END IF;
-    RETURN rl_answer($1, $2, rl_per_period_limit($4, $5, $6), rl_within($3, $7, $8), 'take', 0,
-                     $4, $5);
+    PERFORM rl_explicit_name('rate_limit_take_explicit', $1, $2);
+    RETURN rl_explicit_call('rate_limit_take_explicit', $1, $2, rl_per_period_limit($4, $5, $6), rl_within($3, $7, $8),
+                            'per_period', 'take', 0, $4, $5);
 END
 $$;
 COMMENT ON FUNCTION rate_limit_take_explicit(text, text, float8, float8, interval, float8, interval, float8) IS
-    'takes cost tokens from the bucket (name, key) that refills rate tokens per period per up to burst (default: rate); reserves within max_wait and max_reserved when given';
+    'takes cost tokens from the bucket (name, key) that refills rate tokens per period per up to burst (default: rate); reserves within max_wait and max_reserved when given; refused on a name a policy governs';
 
 CREATE FUNCTION rate_limit_check_explicit(
     name         text,
@@ -323,16 +436,18 @@ CREATE FUNCTION rate_limit_check_explicit(
     max_wait     interval DEFAULT NULL,
     max_reserved float8   DEFAULT NULL)
 RETURNS rate_limit_decision
-LANGUAGE plpgsql VOLATILE
-SET search_path FROM CURRENT
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = :"rl_schema", pg_temp
 AS $$
 BEGIN
     IF pg_catalog.num_nulls($1, $2, $3, $4, $5) > 0 THEN
         PERFORM rl_null_argument('rate_limit_check_explicit', ARRAY['name', 'key', 'cost', 'rate', 'per'],
-                                 ARRAY[$1, $2, $3::text, $4::text, $5::text]);
+                                 ARRAY[$1, $2, $3::text, $4::text, $5::text],
+                                 'Only burst (meaning the rate), max_wait (meaning no reservation) and max_reserved (meaning no cap on reserved debt) may be NULL.');
     END IF;
-    RETURN rl_answer($1, $2, rl_per_period_limit($4, $5, $6), rl_within($3, $7, $8), 'check', 0,
-                     $4, $5);
+    PERFORM rl_explicit_name('rate_limit_check_explicit', $1, $2);
+    RETURN rl_explicit_call('rate_limit_check_explicit', $1, $2, rl_per_period_limit($4, $5, $6), rl_within($3, $7, $8),
+                            'per_period', 'check', 0, $4, $5);
 END
 $$;
 COMMENT ON FUNCTION rate_limit_check_explicit(text, text, float8, float8, interval, float8, interval, float8) IS
@@ -341,50 +456,68 @@ COMMENT ON FUNCTION rate_limit_check_explicit(text, text, float8, float8, interv
 -- Refunds: amount tokens back, capped at burst, in the caller's transaction.
 CREATE FUNCTION rate_limit_refund(name text, key text, amount float8, rate float8, burst float8)
 RETURNS rate_limit_decision
-LANGUAGE plpgsql VOLATILE
-SET search_path FROM CURRENT
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = :"rl_schema", pg_temp
 AS $$
 BEGIN
     IF pg_catalog.num_nulls($1, $2, $3, $4, $5) > 0 THEN
         PERFORM rl_null_argument('rate_limit_refund', ARRAY['name', 'key', 'amount', 'rate', 'burst'],
-                                 ARRAY[$1, $2, $3::text, $4::text, $5::text]);
+                                 ARRAY[$1, $2, $3::text, $4::text, $5::text],
+                                 'Every argument of this function needs a value.');
     END IF;
-    RETURN rl_answer($1, $2, ROW($4, $5, 0, 0, 0, 0)::rl_limit, NULL, 'refund', $3, $4,
-                     '1 second');
+    PERFORM rl_explicit_name('rate_limit_refund', $1, $2);
+    RETURN rl_explicit_call('rate_limit_refund', $1, $2, ROW($4, $5, 0, 0, 0, 0)::rl_limit, NULL, 'per_second',
+                            'refund', $3, $4, '1 second');
 END
 $$;
 COMMENT ON FUNCTION rate_limit_refund(text, text, float8, float8, float8) IS
-    'gives amount tokens back to the bucket (name, key) that refills at rate tokens per second up to burst; never beyond burst';
+    'gives amount tokens back to the bucket (name, key) that refills at rate up to burst';
 
 CREATE FUNCTION rate_limit_refund_explicit(name text, key text, amount float8, rate float8,
                                            per interval, burst float8 DEFAULT NULL)
 RETURNS rate_limit_decision
-LANGUAGE plpgsql VOLATILE
-SET search_path FROM CURRENT
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = :"rl_schema", pg_temp
 AS $$
 BEGIN
     IF pg_catalog.num_nulls($1, $2, $3, $4, $5) > 0 THEN
         PERFORM rl_null_argument('rate_limit_refund_explicit', ARRAY['name', 'key', 'amount', 'rate', 'per'],
-                                 ARRAY[$1, $2, $3::text, $4::text, $5::text]);
+                                 ARRAY[$1, $2, $3::text, $4::text, $5::text],
+                                 'Only burst may be NULL, meaning the rate.');
     END IF;
-    RETURN rl_answer($1, $2, rl_per_period_limit($4, $5, $6), NULL, 'refund', $3, $4, $5);
+    PERFORM rl_explicit_name('rate_limit_refund_explicit', $1, $2);
+    RETURN rl_explicit_call('rate_limit_refund_explicit', $1, $2, rl_per_period_limit($4, $5, $6), NULL, 'per_period',
+                            'refund', $3, $4, $5);
 END
 $$;
 COMMENT ON FUNCTION rate_limit_refund_explicit(text, text, float8, float8, interval, float8) IS
-    'gives amount tokens back to the bucket (name, key) that refills rate tokens per period per up to burst (default: rate)';
+    'gives amount tokens back to the bucket (name, key) that refills rate tokens per period per up to burst (default: rate); refused on a name a policy governs';
 
--- Forgets one bucket, so that it starts full again; true if it existed.
+-- Forgets one bucket (with the shards of a key a policy splits), so that it
+-- starts full again; true if it existed.
 CREATE FUNCTION rate_limit_reset(name text, key text) RETURNS boolean
-LANGUAGE plpgsql VOLATILE
-SET search_path FROM CURRENT
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = :"rl_schema", pg_temp
 AS $$
 DECLARE
     deleted int;
+    shards int;
 BEGIN
     IF pg_catalog.num_nulls($1, $2) > 0 THEN
-        PERFORM rl_null_argument('rate_limit_reset', ARRAY['name', 'key'], ARRAY[$1, $2]);
+        PERFORM rl_null_argument('rate_limit_reset', ARRAY['name', 'key'], ARRAY[$1, $2],
+                                 'Every argument of this function needs a value.');
     END IF;
-    DELETE FROM rate_limit_buckets AS t WHERE t.name = $1 AND t.key = $2;
+    PERFORM rl_check_name_and_key($1, $2);
+    PERFORM rl_require_writable('rate_limit_reset');
+    shards := coalesce((SELECT p.shards FROM rl_policies AS p WHERE p.name = $1), 1);
+    IF shards > 1 THEN
+        DELETE FROM rl_buckets AS t
+         WHERE t.name = $1
+           AND (t.key = $2 OR t.key IN (SELECT rl_shard_key($2, s)
+                                          FROM pg_catalog.generate_series(0, shards - 1) AS s));
+    ELSE
+        DELETE FROM rl_buckets AS t WHERE t.name = $1 AND t.key = $2;
+    END IF;
     GET DIAGNOSTICS deleted = ROW_COUNT;
     RETURN deleted > 0;
 END
@@ -397,3 +530,8 @@ COMMENT ON FUNCTION rate_limit_reset(text, text) IS
 REVOKE ALL ON FUNCTION rate_limit_reset(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rate_limit_refund(text, text, float8, float8, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rate_limit_refund_explicit(text, text, float8, float8, interval, float8) FROM PUBLIC;
+
+\ir policies.sql
+\ir shards.sql
+\ir headers.sql
+\ir maintenance.sql

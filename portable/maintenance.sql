@@ -1,0 +1,295 @@
+-- portable/maintenance.sql
+--
+-- Running the portable limiter for years: forgetting buckets whose deletion
+-- changes no answer (rate_limit_purge), resetting a whole limit
+-- (rate_limit_reset_limit), listing a limit's buckets (rate_limit_buckets)
+-- and choosing whether bucket state is WAL-logged (rate_limit_set_logged).
+-- Included by ratelimit.sql, after policies.sql.
+--
+-- Locking: purge commits after each batch, so that no row lock is held for
+-- long.  A procedure that commits can neither be SECURITY DEFINER nor carry
+-- a SET clause, so each batch is a SECURITY DEFINER function and the
+-- procedure, running with the caller's rights, only loops and commits; it
+-- is created with its schema written into it (a DO block), as it cannot set
+-- search_path.  Purge locks rows with SKIP LOCKED, so a take in flight keeps
+-- its row and purge never waits.  reset_limit deletes in one transaction,
+-- locking the limit's rows in key order.
+
+-- A stored time in whole microseconds as a timestamptz (±2^63-1 and
+-- -2^63: ±infinity).
+CREATE FUNCTION rl_timestamp(us bigint) RETURNS timestamptz
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT CASE WHEN us >= 9223372036854775807 THEN 'infinity'::timestamptz
+                  WHEN us <= -9223372036854775807 THEN '-infinity'::timestamptz
+                  ELSE '2000-01-01 00:00:00+00'::timestamptz
+                       + (us / 1000000) * '1 second'::interval
+                       + (us % 1000000) * '1 microsecond'::interval END $$;
+
+-- Whether row (tokens, stamp, full_at, box) of (name, row_key) can be
+-- forgotten at now_us (Forgettable): by its policy as defined now, if it
+-- has one (never when the policy remembers first sightings); otherwise by
+-- the full_at its last write stored.
+CREATE FUNCTION rl_forgettable(p rl_policies, p_name text, row_key text, b rl_bucket,
+                               full_at_us bigint, now_us bigint) RETURNS boolean
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE
+    l rl_limit;
+BEGIN
+    IF b.stamp_us > now_us THEN
+        RETURN false;
+    END IF;
+    IF p.name IS NULL THEN
+        RETURN full_at_us <= now_us;
+    END IF;
+    IF p.initial < p.burst THEN
+        RETURN false;
+    END IF;
+    l := (rl_policy_row(p, p_name, row_key)).row_limit;
+    IF l IS NULL THEN
+        RETURN full_at_us <= now_us;
+    END IF;
+    RETURN rl_is_full(b, l, now_us);
+END
+$$;
+
+-- One batch of rate_limit_purge: of the buckets (of name, or of every name
+-- when NULL) after (after_name, after_key) in key order, the next
+-- batch_size are judged and the forgettable ones not locked by anyone are
+-- deleted.  Returns how many, and the last bucket judged (NULL: none left).
+CREATE FUNCTION rl_purge_batch(p_name text, after_name text, after_key text, batch_size integer,
+                               OUT deleted bigint, OUT last_name text, OUT last_key text)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = :"rl_schema", pg_temp
+AS $$
+DECLARE
+    now_us bigint := rl_now();
+BEGIN
+    IF pg_catalog.current_setting('transaction_read_only') = 'on' THEN
+        PERFORM rl_report_read_only_delete('rate_limit_purge');
+    END IF;
+    SELECT c.name, c.key INTO last_name, last_key
+      FROM (SELECT t.name, t.key FROM rl_buckets AS t
+             WHERE (p_name IS NULL OR t.name = p_name)
+               AND (after_name IS NULL OR (t.name, t.key) > (after_name, after_key))
+             ORDER BY t.name, t.key LIMIT batch_size) AS c
+     ORDER BY c.name DESC, c.key DESC LIMIT 1;
+    IF last_name IS NULL THEN
+        deleted := 0;
+        RETURN;
+    END IF;
+    -- Judged on the latest version once it is locked (READ COMMITTED
+    -- rechecks the condition on a row replaced meanwhile); a row someone
+    -- holds is skipped.
+    WITH judged AS (
+        SELECT t.ctid AS row_id
+          FROM rl_buckets AS t LEFT JOIN rl_policies AS p ON p.name = t.name
+         WHERE (p_name IS NULL OR t.name = p_name)
+           AND (after_name IS NULL OR (t.name, t.key) > (after_name, after_key))
+           AND (t.name, t.key) <= (last_name, last_key)
+           AND rl_forgettable(p, t.name, t.key, ROW(t.tokens, t.stamp_us, t.blocked_until_us)::rl_bucket,
+                              t.full_at_us, now_us)
+           FOR UPDATE OF t SKIP LOCKED)
+    DELETE FROM rl_buckets AS t USING judged WHERE t.ctid = judged.row_id;
+    GET DIAGNOSTICS deleted = ROW_COUNT;
+END
+$$;
+-- Executable by anyone: a batch deletes only buckets whose deletion changes
+-- no answer, so calling it directly gains nothing; the procedure, which
+-- runs with its caller's rights, needs it.
+GRANT EXECUTE ON FUNCTION rl_purge_batch(text, text, text, integer) TO PUBLIC;
+
+
+-- Before purge's first batch (BeginBatches): refused on a standby,
+-- and inside a transaction block, where it could not commit: there the
+-- CALL is not the statement that began the transaction.  (From a function
+-- it is, and the procedure's first COMMIT refuses it, with 2D000.)
+CREATE FUNCTION rl_begin_batches(function_name text) RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = :"rl_schema", pg_temp
+AS $$
+BEGIN
+    IF pg_catalog.pg_is_in_recovery() THEN
+        PERFORM rl_report_recovery(function_name, rl_state_logged());
+    END IF;
+    IF pg_catalog.statement_timestamp() <> pg_catalog.transaction_timestamp() THEN
+        PERFORM rl_report_atomic_call(function_name, '1000 keys');
+    END IF;
+END
+$$;
+
+-- The purge procedure, with the schema written into its body.
+DO $install$
+BEGIN
+    EXECUTE pg_catalog.format($procedure$
+CREATE PROCEDURE rate_limit_purge(name text DEFAULT NULL, INOUT purged bigint DEFAULT NULL)
+LANGUAGE plpgsql
+AS $body$
+DECLARE
+    batch record;
+    after_name text;
+    after_key text;
+BEGIN
+    IF name = '' THEN
+        PERFORM %1$I.rl_report_empty_name();
+    END IF;
+    IF pg_catalog.octet_length(name) > 256 THEN
+        PERFORM %1$I.rl_report_too_long('name', pg_catalog.octet_length(name), 256);
+    END IF;
+    PERFORM %1$I.rl_begin_batches('rate_limit_purge');
+    purged := 0;
+    LOOP
+        batch := %1$I.rl_purge_batch(name, after_name, after_key, 1000);
+        purged := purged + batch.deleted;
+        COMMIT;
+        EXIT WHEN batch.last_name IS NULL;
+        after_name := batch.last_name;
+        after_key := batch.last_key;
+    END LOOP;
+END
+$body$;
+$procedure$, pg_catalog.current_schema());
+END
+$install$;
+COMMENT ON PROCEDURE rate_limit_purge(text, bigint) IS
+    'forgets the buckets of name (NULL: of every name) whose deletion changes no answer: full again, with no debt and nothing else to remember; commits after each batch; purged: how many';
+REVOKE ALL ON PROCEDURE rate_limit_purge(text, bigint) FROM PUBLIC;
+-- Resetting a whole limit hands out full buckets, so it is withheld from
+-- PUBLIC, and runs with the rights of the limiter's owner: a procedure
+-- that does cannot commit, so it deletes in one transaction, locking the
+-- buckets in key order (canonical order, as every take locks them).
+CREATE PROCEDURE rate_limit_reset_limit(name text, INOUT reset bigint DEFAULT NULL)
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = :"rl_schema", pg_temp
+AS $$
+BEGIN
+    IF $1 IS NULL THEN
+        PERFORM rl_report_null_argument('rate_limit_reset_limit', 'name',
+                                        'Pass the name of the limit whose buckets to reset.');
+    END IF;
+    IF $1 = '' THEN
+        PERFORM rl_report_empty_name();
+    END IF;
+    IF pg_catalog.octet_length($1) > 256 THEN
+        PERFORM rl_report_too_long('name', pg_catalog.octet_length($1), 256);
+    END IF;
+    IF pg_catalog.pg_is_in_recovery() THEN
+        PERFORM rl_report_recovery('rate_limit_reset_limit', rl_state_logged());
+    END IF;
+    IF pg_catalog.current_setting('transaction_read_only') = 'on' THEN
+        PERFORM rl_report_read_only_delete('rate_limit_reset_limit');
+    END IF;
+    WITH doomed AS (
+        SELECT t.ctid AS row_id FROM rl_buckets AS t WHERE t.name = $1 ORDER BY t.key FOR UPDATE)
+    DELETE FROM rl_buckets AS t USING doomed WHERE t.ctid = doomed.row_id;
+    GET DIAGNOSTICS reset = ROW_COUNT;
+END
+$$;
+COMMENT ON PROCEDURE rate_limit_reset_limit(text, bigint) IS
+    'forgets every bucket of limit name, so that each key starts afresh; commits after each batch; reset: how many buckets';
+REVOKE ALL ON PROCEDURE rate_limit_reset_limit(text, bigint) FROM PUBLIC;
+
+-- The buckets of a limit in key order, as ListBucket shows them.
+CREATE FUNCTION rate_limit_buckets(
+    name            text,
+    OUT key         text,
+    OUT shard       integer,
+    OUT balance     float8,
+    OUT full_at     timestamptz,
+    OUT tokens      float8,
+    OUT last_refill timestamptz,
+    OUT blocked_until timestamptz)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = :"rl_schema", pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    p rl_policies;
+    now_us bigint;
+    b rl_bucket;
+    row_of record;
+    row_limit rl_limit;
+    row_key text;
+    row_shard integer;
+    d rl_decision;
+    stored record;
+BEGIN
+    IF $1 IS NULL THEN
+        PERFORM rl_report_null_argument('rate_limit_buckets', 'name',
+                                        'Pass the name of the limit whose buckets to list.');
+    END IF;
+    IF $1 = '' THEN
+        PERFORM rl_report_empty_name();
+    END IF;
+    IF pg_catalog.octet_length($1) > 256 THEN
+        PERFORM rl_report_too_long('name', pg_catalog.octet_length($1), 256);
+    END IF;
+    PERFORM rl_require_readable('rate_limit_buckets');
+    p := rl_find_policy($1);
+    now_us := rl_now();
+    FOR stored IN SELECT t.key, t.tokens, t.stamp_us, t.full_at_us, t.blocked_until_us
+                    FROM rl_buckets AS t WHERE t.name = $1 ORDER BY t.key LOOP
+        b := ROW(stored.tokens, stored.stamp_us, stored.blocked_until_us)::rl_bucket;
+        key := stored.key;
+        shard := NULL;
+        tokens := stored.tokens;
+        last_refill := rl_timestamp(stored.stamp_us);
+        blocked_until := CASE WHEN stored.blocked_until_us > now_us
+                              THEN rl_timestamp(stored.blocked_until_us) END;
+        row_limit := NULL;
+        IF p.name IS NOT NULL THEN
+            SELECT * INTO row_of FROM rl_policy_row(p, $1, stored.key);
+            row_limit := row_of.row_limit;
+            row_key := row_of.key;
+            row_shard := row_of.shard;
+        END IF;
+        IF row_limit IS NOT NULL THEN
+            key := row_key;
+            shard := row_shard;
+            d := rl_decide(b, row_limit, rl_no_request(), now_us);
+            balance := d.remaining;
+            full_at := rl_timestamp(rl_full_at(d, now_us));
+        ELSE
+            balance := NULL;
+            full_at := rl_timestamp(stored.full_at_us);
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION rate_limit_buckets(text) IS
+    'the buckets of limit name in key order: key, shard (of a policy that splits keys), balance now and when it is full (by the policy; without one, no balance and full_at as last stored), the stored tokens and last_refill, and until when a penalty box denies the key';
+REVOKE ALL ON FUNCTION rate_limit_buckets(text) FROM PUBLIC;
+
+-- Durability, when wanted: a logged table keeps bucket state across crashes
+-- and on standbys, at the cost of WAL for every write.
+CREATE FUNCTION rate_limit_set_logged(logged boolean)
+RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = :"rl_schema", pg_temp
+AS $$
+DECLARE
+    was_logged boolean;
+BEGIN
+    IF logged IS NULL THEN
+        RAISE EXCEPTION 'logged must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'true keeps bucket state in a logged table, false in an unlogged one.',
+                  HINT = 'Pass true or false.';
+    END IF;
+    SELECT c.relpersistence = 'p'::"char" INTO was_logged
+      FROM pg_catalog.pg_class c WHERE c.oid = 'rl_buckets'::pg_catalog.regclass;
+    IF was_logged = logged THEN
+        RETURN false;
+    END IF;
+    IF logged THEN
+        ALTER TABLE rl_buckets SET LOGGED;
+    ELSE
+        ALTER TABLE rl_buckets SET UNLOGGED;
+    END IF;
+    RETURN true;
+END
+$$;
+COMMENT ON FUNCTION rate_limit_set_logged(boolean) IS
+    'keeps bucket state in a logged table (true: kept across crashes and on standbys, every write goes to WAL) or an unlogged one (false, the default: emptied by a crash, absent on standbys); rewrites the table; true if it changed';
+REVOKE ALL ON FUNCTION rate_limit_set_logged(boolean) FROM PUBLIC;

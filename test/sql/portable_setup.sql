@@ -1,0 +1,43 @@
+--
+-- The shared regression suite against the portable limiter (the extension
+-- ratelimit_portable): run first, by "make installcheck-portable" only.
+-- The suite sets the native clock (ratelimit.fixed_clock) and reads the
+-- native state tables (ratelimit.buckets, ratelimit.policies); here the
+-- portable clock reads the same setting, and views of the same names and
+-- columns show (and write through to) the portable tables.
+--
+CREATE OR REPLACE FUNCTION rl_now() RETURNS bigint
+LANGUAGE sql VOLATILE
+AS $$ SELECT CASE WHEN coalesce(nullif(pg_catalog.current_setting('ratelimit.fixed_clock', true), ''), '0')::float8 > 0
+                  THEN pg_catalog.floor((pg_catalog.current_setting('ratelimit.fixed_clock')::float8 - 946684800)
+                                        * 1000000 + 0.5)::bigint
+                  ELSE (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())::numeric * 1000000
+                        - 946684800000000)::bigint END $$;
+
+CREATE SCHEMA ratelimit;
+CREATE VIEW ratelimit.buckets AS
+SELECT b.name, b.key, b.tokens, rl_timestamp(b.stamp_us) AS last_refill,
+       rl_timestamp(b.full_at_us) AS full_at, rl_timestamp(b.blocked_until_us) AS blocked_until
+  FROM rl_buckets AS b;
+CREATE FUNCTION ratelimit.buckets_write() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+        DELETE FROM rl_buckets AS b WHERE b.name = OLD.name AND b.key = OLD.key;
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        INSERT INTO rl_buckets
+        VALUES (NEW.name, NEW.key, NEW.tokens,
+                (extract(epoch FROM NEW.last_refill)::numeric * 1000000)::bigint - 946684800000000,
+                CASE WHEN NEW.full_at = 'infinity' THEN 9223372036854775807
+                     ELSE (extract(epoch FROM NEW.full_at)::numeric * 1000000)::bigint - 946684800000000 END,
+                CASE WHEN NEW.blocked_until IS NULL OR NEW.blocked_until = '-infinity' THEN -9223372036854775808
+                     ELSE (extract(epoch FROM NEW.blocked_until)::numeric * 1000000)::bigint - 946684800000000 END);
+        RETURN NEW;
+    END IF;
+    RETURN OLD;
+END
+$$;
+CREATE TRIGGER buckets_write INSTEAD OF INSERT OR UPDATE OR DELETE ON ratelimit.buckets
+    FOR EACH ROW EXECUTE FUNCTION ratelimit.buckets_write();
+CREATE VIEW ratelimit.policies AS SELECT * FROM rl_policies;
