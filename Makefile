@@ -30,7 +30,7 @@ PGFILEDESC = "ratelimit - transactional rate limiter"
 
 # Regression inputs live in test/sql, expected output in ./expected.  No test
 # may be named like a file in ./sql: pg_regress looks there first.
-REGRESS = $(filter-out portable_setup portable_reinstall,$(patsubst test/sql/%.sql,%,$(sort $(wildcard test/sql/*.sql))))
+REGRESS = $(filter-out portable_setup portable_reinstall portable_maintenance,$(patsubst test/sql/%.sql,%,$(sort $(wildcard test/sql/*.sql))))
 REGRESS_OPTS = --inputdir=test --load-extension=$(EXTENSION)
 ISOLATION = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=test --load-extension=$(EXTENSION)
@@ -62,8 +62,9 @@ $(PORTABLE_SCRIPT): $(filter-out $(PORTABLE_SCRIPT),$(wildcard portable/*.sql)) 
 # native extension.
 # Expected output is shared; test/portable/expected holds the files of
 # documented differences, laid over it.
-NATIVE_ONLY = portable_setup portable_reinstall portable_core portable_api install upgrade old_signatures \
-	table_shape schema_ratelimit stats logged_state fixed_clock_grant policy_lookup
+NATIVE_ONLY = portable_setup portable_reinstall portable_maintenance portable_core portable_api install upgrade old_signatures \
+	table_shape schema_ratelimit stats logged_state fixed_clock_grant policy_lookup result_types \
+	state_guard parallel legacy_shapes
 PORTABLE_OUTPUT = output_portable
 installcheck-portable: $(PORTABLE_SCRIPT)
 	rm -rf $(PORTABLE_OUTPUT) && mkdir -p $(PORTABLE_OUTPUT)/input/expected
@@ -72,7 +73,7 @@ installcheck-portable: $(PORTABLE_SCRIPT)
 	cp test/portable/expected/*.out $(PORTABLE_OUTPUT)/input/expected/ 2>/dev/null || true
 	$(pg_regress_installcheck) --inputdir=$(PORTABLE_OUTPUT)/input --outputdir=$(PORTABLE_OUTPUT) \
 		--load-extension=ratelimit_portable --launcher=$(CURDIR)/test/portable/psql-launcher \
-		portable_setup $(patsubst hostile_schema,portable_reinstall,$(filter-out $(NATIVE_ONLY),$(REGRESS)))
+		portable_setup portable_maintenance $(patsubst hostile_schema,portable_reinstall,$(filter-out $(NATIVE_ONLY),$(REGRESS)))
 
 # Tests of what older servers lack: GRANT SET ON PARAMETER is 15's.
 REGRESS_SINCE_15 = fixed_clock_grant

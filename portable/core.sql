@@ -53,6 +53,33 @@ CREATE FUNCTION rl_credit(rate float8, elapsed_us float8) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT rate OPERATOR(pg_catalog.*) (elapsed_us OPERATOR(pg_catalog./) '1000000'::float8) $$;
 
+-- ceil((target - tokens) / rate * 1e6) as C computes it, where a step
+-- beyond float8 gives Infinity (or 0) instead of an error: only for a gap
+-- or a rate at the ends of the range.
+CREATE FUNCTION rl_far_micros(tokens float8, target float8, rate float8) RETURNS float8
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE
+    gap float8;
+    seconds float8;
+BEGIN
+    BEGIN
+        gap := target - tokens;
+    EXCEPTION WHEN numeric_value_out_of_range THEN
+        RETURN 'Infinity';
+    END;
+    BEGIN
+        seconds := gap / rate;
+    EXCEPTION WHEN numeric_value_out_of_range THEN
+        seconds := CASE WHEN gap > rate THEN 'Infinity'::float8 ELSE 0 END;
+    END;
+    BEGIN
+        RETURN pg_catalog.ceil(seconds * '1000000'::float8);
+    EXCEPTION WHEN numeric_value_out_of_range THEN
+        RETURN 'Infinity';
+    END;
+END
+$$;
+
 -- Whole microseconds until tokens reach target at rate ('Infinity': never).
 CREATE FUNCTION rl_micros_until(tokens float8, target float8, rate float8) RETURNS float8
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
@@ -61,9 +88,15 @@ DECLARE
 BEGIN
     IF NOT (tokens < target) THEN RETURN 0; END IF;
     IF NOT (rate > 0) THEN RETURN 'Infinity'; END IF;
-    us := pg_catalog.ceil((target - tokens) / rate * '1000000'::float8);
+    IF tokens > '-1e150'::float8 AND target < '1e150'::float8 AND rate > '1e-150'::float8 THEN
+        us := pg_catalog.ceil((target - tokens) / rate * '1000000'::float8);
+    ELSE
+        us := rl_far_micros(tokens, target, rate);
+    END IF;
     IF NOT (us < '9007199254740992'::float8) THEN
-        RETURN us;
+        -- Far future: finite (a positive rate gets there), at most the
+        -- largest float8.
+        RETURN CASE WHEN us < 'Infinity'::float8 THEN us ELSE '1.7976931348623157e308'::float8 END;
     END IF;
     FOR i IN 1..8 LOOP
         EXIT WHEN NOT (tokens + rl_credit(rate, us) < target);
@@ -75,7 +108,9 @@ $$;
 
 CREATE FUNCTION rl_add_waits(a float8, b float8) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT CASE WHEN a = 'Infinity' OR b = 'Infinity' THEN 'Infinity'::float8 ELSE a + b END $$;
+AS $$ SELECT CASE WHEN a = 'Infinity' OR b = 'Infinity' THEN 'Infinity'::float8
+                  WHEN a > '1.7976931348623157e308'::float8 - b THEN '1.7976931348623157e308'::float8
+                  ELSE a + b END $$;
 
 -- floor(a / b) for b > 0.
 CREATE FUNCTION rl_floor_div(a numeric, b numeric) RETURNS numeric
@@ -117,7 +152,12 @@ DECLARE
     fill float8;
 BEGIN
     IF NOT (rate > 0) THEN RETURN 'Infinity'; END IF;
-    fill := l.burst / rate * '1000000'::float8;
+    IF rate > '1e-150'::float8 AND rate < '1e150'::float8
+       AND l.burst > '1e-150'::float8 AND l.burst < '1e150'::float8 THEN
+        fill := l.burst / rate * '1000000'::float8;
+    ELSE
+        fill := rl_far_micros(0, l.burst, rate);
+    END IF;
     IF l.window_us > 0 THEN
         fill := l.window_us::float8 * (pg_catalog.ceil(fill / l.window_us::float8) + 1);
     END IF;
@@ -230,10 +270,22 @@ BEGIN
 END
 $$;
 
+-- a - b as C computes it: beyond float8, -Infinity or Infinity instead of
+-- an error.
+CREATE FUNCTION rl_difference(a float8, b float8) RETURNS float8
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+    RETURN a - b;
+EXCEPTION WHEN numeric_value_out_of_range THEN
+    RETURN CASE WHEN a > b THEN 'Infinity'::float8 ELSE '-Infinity'::float8 END;
+END
+$$;
+
 CREATE FUNCTION rl_admits(tokens float8, l rl_limit, r rl_request) RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 DECLARE
-    after float8 := tokens - r.cost;
+    after float8 := CASE WHEN tokens > '-1e300'::float8 AND r.cost < '1e300'::float8
+                         THEN tokens - r.cost ELSE rl_difference(tokens, r.cost) END;
 BEGIN
     IF after >= 0 THEN RETURN true; END IF;
     IF after = '-Infinity'::float8 OR after = 'NaN'::float8 THEN RETURN false; END IF;
@@ -442,7 +494,8 @@ $$;
 CREATE FUNCTION rl_full_at(d rl_decision, now_us bigint) RETURNS bigint
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 DECLARE
-    x float8 := d.reset_after * '1000000'::float8;
+    x float8 := CASE WHEN d.reset_after < '1e300'::float8 THEN d.reset_after * '1000000'::float8
+                     ELSE 'Infinity'::float8 END;
     -- Halves away from zero, as std::round (round() on float8 goes to even).
     wait_us float8 := CASE WHEN x - pg_catalog.floor(x) >= '0.5'::float8 THEN pg_catalog.ceil(x)
                            ELSE pg_catalog.floor(x) END;

@@ -64,6 +64,9 @@ CREATE TABLE rl_policies (
                     OR shards OPERATOR(pg_catalog.=) 1))
 );
 REVOKE ALL ON TABLE rl_policies FROM PUBLIC;
+-- Policies are configuration: pg_dump keeps them, also when the limiter is
+-- installed as an extension (the line is the extension script's only).
+--extension: SELECT pg_catalog.pg_extension_config_dump('rl_policies', '');
 COMMENT ON TABLE rl_policies IS
     'named rate limit policies of the portable limiter, written by rate_limit_define()';
 

@@ -71,15 +71,21 @@ SELECT name, rate, per, burst FROM ratelimit.policies WHERE name LIKE 'grants%' 
 SELECT name, key, tokens FROM ratelimit.buckets WHERE name LIKE 'grants%' ORDER BY name, key;
 
 -- The policy-writing functions run as the extension's owner, with a fixed
--- search_path; so does every other SECURITY DEFINER function.
+-- search_path; so does every other SECURITY DEFINER function: pg_catalog
+-- and pg_temp in the native extension, its own schema and pg_temp in the
+-- portable one (ratelimit_portable), whose internal names are unqualified.
 SELECT p.proname, p.prosecdef
   FROM pg_proc AS p JOIN pg_depend AS d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
-  JOIN pg_extension AS e ON e.oid = d.refobjid AND e.extname = 'ratelimit'
+  JOIN pg_extension AS e ON e.oid = d.refobjid AND e.extname IN ('ratelimit', 'ratelimit_portable')
  WHERE p.proname IN ('rate_limit_define', 'rate_limit_drop') ORDER BY p.proname;
 SELECT p.oid::regprocedure AS definer_without_search_path
   FROM pg_proc AS p JOIN pg_depend AS d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
-  JOIN pg_extension AS e ON e.oid = d.refobjid AND e.extname = 'ratelimit'
- WHERE p.prosecdef AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false);
+  JOIN pg_extension AS e ON e.oid = d.refobjid AND e.extname IN ('ratelimit', 'ratelimit_portable')
+ WHERE p.prosecdef
+   AND NOT coalesce(p.proconfig @> ARRAY[CASE WHEN e.extname = 'ratelimit'
+                                              THEN 'search_path=pg_catalog, pg_temp'
+                                              ELSE 'search_path=' || quote_ident(p.pronamespace::regnamespace::text) || ', pg_temp' END],
+                    false);
 
 -- Policies are not secret: a role with only the default grants gets a
 -- policy's header values (its burst and window), though it cannot read

@@ -201,4 +201,7 @@ RESET ROLE;
 DROP ROLE ratelimit_policy_app;
 
 -- Policies are configuration: pg_dump keeps them (buckets are state: not).
-SELECT unnest(extconfig)::regclass AS dumped FROM pg_extension WHERE extname = 'ratelimit';
+-- (The portable limiter, ratelimit_portable, keeps them in rl_policies.)
+SELECT unnest(extconfig)::regclass = coalesce(to_regclass('rl_policies'), 'ratelimit.policies'::regclass)
+       AS policies_dumped
+  FROM pg_extension WHERE extname IN ('ratelimit', 'ratelimit_portable');

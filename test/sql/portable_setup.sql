@@ -41,3 +41,6 @@ $$;
 CREATE TRIGGER buckets_write INSTEAD OF INSERT OR UPDATE OR DELETE ON ratelimit.buckets
     FOR EACH ROW EXECUTE FUNCTION ratelimit.buckets_write();
 CREATE VIEW ratelimit.policies AS SELECT * FROM rl_policies;
+
+-- Policies are configuration: pg_dump keeps them (buckets are state: not).
+SELECT unnest(extconfig)::regclass AS dumped FROM pg_extension WHERE extname = 'ratelimit_portable';

@@ -33,11 +33,8 @@ CREATE TEMP VIEW purge_left AS
 SELECT name, split_part(key, E'\x1f', 1) AS key, count(*) AS rows
 FROM ratelimit.buckets WHERE name LIKE 'p-%' GROUP BY 1, 2 ORDER BY 1, 2;
 
--- Not inside a transaction block, nor from a function: it commits as it goes.
-BEGIN;
-CALL rate_limit_purge();
-ROLLBACK;
-SELECT pg_temp.error_of($$CALL rate_limit_purge()$$);
+-- (That it refuses to run inside a transaction block or from a function,
+-- where it could not commit as it goes, is in state_guard.sql.)
 SELECT pg_temp.error_of($$CALL rate_limit_purge('')$$);
 
 -- Nothing is full yet: nothing goes.  (Purges of every name also see what

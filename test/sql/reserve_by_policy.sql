@@ -126,16 +126,6 @@ SELECT count(*) FROM ratelimit.buckets WHERE name = 'llm' AND key = 'never-seen'
 SELECT allowed, remaining, retry_after FROM rate_limit_check('llm', 'never-seen', 9, '1 minute');
 SELECT count(*) FROM ratelimit.buckets WHERE name = 'llm' AND key = 'never-seen';
 
--- A database still at 0.2.0 has no max_reserved column: no reservation.
-BEGIN;
--- (rate_limit_policies reads the column: the view goes first, until ROLLBACK.)
-ALTER EXTENSION ratelimit DROP VIEW rate_limit_policies;
-DROP VIEW rate_limit_policies;
-ALTER TABLE ratelimit.policies DROP COLUMN max_reserved;
-SELECT allowed, remaining, retry_after FROM rate_limit_take('llm', 'old', 6);
-SELECT allowed, remaining, retry_after FROM rate_limit_take('llm', 'old', 1, '1 hour');
-ROLLBACK;
-
 SELECT rate_limit_drop(name) FROM ratelimit.policies WHERE name IN ('llm', 'strict', 'win', 'floor', 'jit', 'sh', 'sh2')
  ORDER BY name;
 DELETE FROM ratelimit.buckets WHERE name IN ('llm', 'strict', 'win', 'floor', 'jit', 'sh', 'sh2');

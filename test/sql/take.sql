@@ -154,27 +154,30 @@ SELECT count(*) FROM ratelimit.buckets WHERE name = 'many';
 -- read inside the transaction before and after, count no row inserted,
 -- updated or deleted (before 15 those counters also hold earlier
 -- transactions' rows not yet reported, so it is the difference that counts).
+-- (The table that holds bucket state: ratelimit.buckets, or rl_buckets of
+-- the portable limiter.)
+SELECT coalesce(to_regclass('rl_buckets'), 'ratelimit.buckets'::regclass) AS state_table \gset
 SELECT allowed FROM rate_limit_take('deny', 'k', 1, 0, 1);
-SELECT ctid AS ctid_before, xmin AS xmin_before FROM ratelimit.buckets WHERE name = 'deny' \gset
+SELECT ctid AS ctid_before, xmin AS xmin_before FROM :state_table WHERE name = 'deny' \gset
 BEGIN;
 SELECT n_tup_ins + n_tup_upd + n_tup_del AS rows_before FROM pg_stat_xact_user_tables
-    WHERE relid = 'ratelimit.buckets'::regclass \gset
+    WHERE relid = :'state_table'::regclass \gset
 SELECT allowed, remaining FROM rate_limit_take('deny', 'k', 1, 0, 1);
 SELECT allowed, remaining FROM rate_limit_take('deny', 'k', 1, 0, 1, reserve => true);
 SELECT allowed, remaining FROM rate_limit_check('deny', 'k', 1, 0, 1);
 SELECT allowed, remaining FROM rate_limit_take('deny', 'k', 0, 0, 1);
 SELECT txid_current_if_assigned() IS NULL AS no_transaction_id;
 SELECT n_tup_ins + n_tup_upd + n_tup_del - :rows_before AS rows_written
-    FROM pg_stat_xact_user_tables WHERE relid = 'ratelimit.buckets'::regclass;
+    FROM pg_stat_xact_user_tables WHERE relid = :'state_table'::regclass;
 COMMIT;
 SELECT ctid = :'ctid_before' AND xmin = :'xmin_before' AS same_row_version
-    FROM ratelimit.buckets WHERE name = 'deny';
+    FROM :state_table WHERE name = 'deny';
 -- whereas a grant does write (the check above can fail)
 BEGIN;
 SELECT n_tup_ins + n_tup_upd + n_tup_del AS rows_before FROM pg_stat_xact_user_tables
-    WHERE relid = 'ratelimit.buckets'::regclass \gset
+    WHERE relid = :'state_table'::regclass \gset
 SELECT allowed FROM rate_limit_take('deny', 'granted', 1, 0, 1);
 SELECT txid_current_if_assigned() IS NOT NULL AS transaction_id_assigned;
 SELECT n_tup_ins + n_tup_upd + n_tup_del - :rows_before AS rows_written
-    FROM pg_stat_xact_user_tables WHERE relid = 'ratelimit.buckets'::regclass;
+    FROM pg_stat_xact_user_tables WHERE relid = :'state_table'::regclass;
 COMMIT;

@@ -43,17 +43,5 @@ SELECT allowed, remaining FROM rate_limit_take_all(ARRAY['tw-day'], ARRAY['z'], 
 ROLLBACK;
 SELECT count(*) FROM ratelimit.buckets WHERE name = 'tw-day' AND key = 'z';
 
--- The 0.1.0/0.2.0 row shapes (a database not yet updated) still work: the
--- decisions column, and the decision's new columns, are simply not there.
-BEGIN;
-ALTER TYPE rate_limit_all_decision DROP ATTRIBUTE decisions;
-ALTER TYPE rate_limit_decision DROP ATTRIBUTE name, DROP ATTRIBUTE quota, DROP ATTRIBUTE per,
-    DROP ATTRIBUTE refill_after;
-SELECT * FROM rate_limit_take_all(ARRAY['tw-hour'], ARRAY['legacy'], NULL, '1 second');
-SELECT * FROM rate_limit_take('tw-hour', 'legacy', 1, '1 second');
-SELECT * FROM rate_limit_take('tw-legacy', 'k', 1, 1, 5);
-SELECT * FROM rate_limit_take_explicit('tw-legacy', 'k', 1, 1, per => '1 second');
-ROLLBACK;
-
 SELECT rate_limit_drop('tw-minute'), rate_limit_drop('tw-hour'), rate_limit_drop('tw-day');
 DELETE FROM ratelimit.buckets WHERE name LIKE 'tw-%';
