@@ -1046,7 +1046,12 @@ LockAndTakeAll(const OpenRelations &rels, BucketTake *takes, TakeRow *rows, int 
 	}
 	if (all_allowed) {
 		for (int i = 0; i < count; i++) {
-			if (!takes[i].decision.write)
+			/* A new key that starts below full is stored even when nothing
+			 * is taken from it, as DecideBucket stores it: its first
+			 * sighting counts. */
+			const bool first_sighting =
+			    !rows[i].exists && takes[i].has_initial && takes[i].initial < takes[i].limit.burst;
+			if (!takes[i].decision.write && !first_sighting)
 				continue;
 			if (!rows[i].exists) {
 				InsertBucket(rels, rows[i].lookup, takes[i].decision, now);

@@ -39,6 +39,15 @@ SELECT name, tokens FROM ratelimit.buckets WHERE key = 'c' ORDER BY name;
 SET ratelimit.fixed_clock = 2000.2;
 SELECT allowed, remaining FROM rate_limit_take_all(ARRAY['full-start', 'earn'], ARRAY['c', 'c'], ARRAY[1, 2]);
 
+-- A granted take_all records a new key that starts below full too, as a
+-- single take does, even when it takes nothing from it: the key earns from
+-- its first sighting on.
+SET ratelimit.fixed_clock = 2500;
+SELECT allowed FROM rate_limit_take_all(ARRAY['full-start', 'earn'], ARRAY['g', 'g'], ARRAY[1, 0]);
+SELECT name, tokens FROM ratelimit.buckets WHERE key = 'g' ORDER BY name;
+SET ratelimit.fixed_clock = 2501;
+SELECT allowed, remaining FROM rate_limit_take('earn', 'g', 0);
+
 -- Sharded: the shards looked at are recorded, and the key earns.
 SET ratelimit.fixed_clock = 3000;
 SELECT rate_limit_define('earn-sharded', 10, '1 second', 100, initial => 0, shards => 2);
