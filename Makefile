@@ -55,7 +55,7 @@ $(PORTABLE_SCRIPT): $(filter-out $(PORTABLE_SCRIPT),$(wildcard portable/*.sql)) 
 
 # --- the shared regression suite against the portable limiter ---
 # The extension ratelimit_portable in place of ratelimit: portable_setup
-# first, then every test of the contract.  NATIVE_ONLY tests are of what the
+# (which creates it) first, then every test of the contract.  NATIVE_ONLY tests are of what the
 # portable limiter does not have (the C module, its GUCs and shared memory,
 # upgrades of the native scripts) or the algebra compared against itself;
 # portable_reinstall takes the place of hostile_schema, which reinstalls the
@@ -72,7 +72,7 @@ installcheck-portable: $(PORTABLE_SCRIPT)
 	cp expected/*.out $(PORTABLE_OUTPUT)/input/expected/
 	cp test/portable/expected/*.out $(PORTABLE_OUTPUT)/input/expected/ 2>/dev/null || true
 	$(pg_regress_installcheck) --inputdir=$(PORTABLE_OUTPUT)/input --outputdir=$(PORTABLE_OUTPUT) \
-		--load-extension=ratelimit_portable --launcher=$(CURDIR)/test/portable/psql-launcher \
+		--launcher=$(CURDIR)/test/portable/psql-launcher \
 		portable_setup portable_maintenance $(patsubst hostile_schema,portable_reinstall,$(filter-out $(NATIVE_ONLY),$(REGRESS)))
 
 # Tests of what older servers lack: GRANT SET ON PARAMETER is 15's.

@@ -54,7 +54,7 @@ $$;
 
 -- One batch of rate_limit_purge: of the buckets (of name, or of every name
 -- when NULL) after (after_name, after_key) in key order, the next
--- batch_size are judged and the forgettable ones not locked by anyone are
+-- batch_size (at most 1000) are judged and the forgettable ones not locked by anyone are
 -- deleted.  Returns how many, and the last bucket judged (NULL: none left).
 CREATE FUNCTION rl_purge_batch(p_name text, after_name text, after_key text, batch_size integer,
                                OUT deleted bigint, OUT last_name text, OUT last_key text)
@@ -71,7 +71,7 @@ BEGIN
       FROM (SELECT t.name, t.key FROM rl_buckets AS t
              WHERE (p_name IS NULL OR t.name = p_name)
                AND (after_name IS NULL OR (t.name, t.key) > (after_name, after_key))
-             ORDER BY t.name, t.key LIMIT batch_size) AS c
+             ORDER BY t.name, t.key LIMIT least(batch_size, 1000)) AS c
      ORDER BY c.name DESC, c.key DESC LIMIT 1;
     IF last_name IS NULL THEN
         deleted := 0;
@@ -178,14 +178,15 @@ BEGIN
     IF pg_catalog.current_setting('transaction_read_only') = 'on' THEN
         PERFORM rl_report_read_only_delete('rate_limit_reset_limit');
     END IF;
-    WITH doomed AS (
-        SELECT t.ctid AS row_id FROM rl_buckets AS t WHERE t.name = $1 ORDER BY t.key FOR UPDATE)
-    DELETE FROM rl_buckets AS t USING doomed WHERE t.ctid = doomed.row_id;
+    -- Locked in key order first; the DELETE, a statement of its own, then
+    -- sees the latest version of every row (READ COMMITTED).
+    PERFORM FROM rl_buckets AS t WHERE t.name = $1 ORDER BY t.key FOR UPDATE;
+    DELETE FROM rl_buckets AS t WHERE t.name = $1;
     GET DIAGNOSTICS reset = ROW_COUNT;
 END
 $$;
 COMMENT ON PROCEDURE rate_limit_reset_limit(text, bigint) IS
-    'forgets every bucket of limit name, so that each key starts afresh; commits after each batch; reset: how many buckets';
+    'forgets every bucket of limit name, so that each key starts afresh, in the caller''s transaction; reset: how many buckets';
 REVOKE ALL ON PROCEDURE rate_limit_reset_limit(text, bigint) FROM PUBLIC;
 
 -- The buckets of a limit in key order, as ListBucket shows them.

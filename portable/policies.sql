@@ -562,22 +562,23 @@ BEGIN
         IF all_allowed THEN
             BEGIN
                 FOR b IN 1..buckets LOOP
-                    SELECT t.tokens, t.stamp_us, t.blocked_until_us INTO s
-                      FROM rl_buckets AS t WHERE t.name = b_name[b] AND t.key = b_key[b] FOR UPDATE;
-                    IF NOT FOUND THEN
-                        -- A new key: its first row, locked by being inserted;
-                        -- one inserted meanwhile is locked as it is.
+                    -- The row locked, or a new key's first row, locked by
+                    -- being inserted; one inserted (or deleted) meanwhile:
+                    -- look again.
+                    LOOP
+                        SELECT t.tokens, t.stamp_us, t.blocked_until_us INTO s
+                          FROM rl_buckets AS t WHERE t.name = b_name[b] AND t.key = b_key[b] FOR UPDATE;
+                        EXIT WHEN FOUND;
                         s := ROW(coalesce(b_initial[b], b_limit[b].burst), rl_now(), rl_not_blocked())::rl_bucket;
                         INSERT INTO rl_buckets AS t
                         VALUES (b_name[b], b_key[b], s.tokens, s.stamp_us, s.stamp_us, s.blocked_until_us)
                         ON CONFLICT ON CONSTRAINT rl_buckets_pkey DO NOTHING;
                         GET DIAGNOSTICS inserted = ROW_COUNT;
-                        b_inserted[b] := inserted = 1;
-                        IF NOT b_inserted[b] THEN
-                            SELECT t.tokens, t.stamp_us, t.blocked_until_us INTO s
-                              FROM rl_buckets AS t WHERE t.name = b_name[b] AND t.key = b_key[b] FOR UPDATE;
+                        IF inserted = 1 THEN
+                            b_inserted[b] := true;
+                            EXIT;
                         END IF;
-                    END IF;
+                    END LOOP;
                     b_exists[b] := NOT b_inserted[b];
                     b_state[b] := s;
                 END LOOP;
@@ -592,7 +593,7 @@ BEGIN
                     b_decision[b] := rl_decide(b_state[b], b_limit[b], b_request[b], now_us);
                     all_allowed := all_allowed AND b_decision[b].allowed;
                 END LOOP;
-                IF NOT all_allowed THEN
+                IF all_allowed IS NOT TRUE THEN
                     RAISE SQLSTATE 'RLTA0';
                 END IF;
                 FOR b IN 1..buckets LOOP

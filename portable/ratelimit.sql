@@ -23,6 +23,22 @@ SELECT pg_catalog.current_schema() AS rl_schema \gset
 \quit
 \endif
 
+-- Every function runs with the rights of the role that installs it and
+-- calls the others by name: a schema where every role may create objects
+-- (public, before PostgreSQL 15) would let any of them put a function or an
+-- operator in the place of one of these.
+DO $$
+BEGIN
+    IF pg_catalog.has_schema_privilege('public', pg_catalog.current_schema(), 'CREATE') THEN
+        RAISE EXCEPTION 'schema "%" lets every role create objects', pg_catalog.current_schema()
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = 'The limiter''s functions run with the rights of the role that installs them and call each other by name, so a function or an operator that another role created in the schema could run in their place.',
+                  HINT = 'Install it into a schema of its own, such as one made by CREATE SCHEMA limits, or revoke CREATE on this schema from PUBLIC.';
+    END IF;
+END
+$$;
+
+BEGIN; -- (psql only)
 \ir core.sql
 \ir errors.sql
 
@@ -76,11 +92,15 @@ REVOKE ALL ON TABLE rl_buckets FROM PUBLIC;
 COMMENT ON TABLE rl_buckets IS
     'token buckets of the portable rate limiter: written only by its functions';
 
--- The clock, in whole microseconds since 2000-01-01 UTC.
+-- The clock, in whole microseconds since 2000-01-01 UTC: the whole minutes
+-- of the epoch (exact in a float8) and the microseconds within the minute,
+-- as the timestamp holds them (an epoch in seconds with six decimals has
+-- more digits than a float8 keeps).
 CREATE FUNCTION rl_now() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL SAFE
-AS $$ SELECT (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())::numeric * 1000000
-              - 946684800000000)::bigint $$;
+AS $$ SELECT pg_catalog.floor(pg_catalog.date_part('epoch', c.t) / 60)::bigint * 60000000
+             + pg_catalog.date_part('microseconds', pg_catalog.timezone('UTC', c.t))::bigint - 946684800000000
+        FROM (SELECT pg_catalog.clock_timestamp() AS t) AS c $$;
 COMMENT ON FUNCTION rl_now() IS 'the limiter''s clock: microseconds since 2000-01-01 UTC';
 
 -- 22004 for the first of arguments (named by names) that is NULL, as the
@@ -232,38 +252,47 @@ BEGIN
                 RETURN d;
             END IF;
         END IF;
-        SELECT t.tokens, t.stamp_us, t.blocked_until_us INTO b
-          FROM rl_buckets AS t WHERE t.name = p_name AND t.key = p_key FOR UPDATE;
-        IF NOT FOUND THEN
-            IF looked IS NOT NULL THEN
-                CONTINUE; -- reset meanwhile: look again
+        -- The row is locked in a subtransaction, so that a call that ends
+        -- up writing nothing (the row changed meanwhile and now denies, or a
+        -- first sighting found the key known) holds no lock afterwards, as
+        -- the native limiter holds none.
+        BEGIN
+            SELECT t.tokens, t.stamp_us, t.blocked_until_us INTO b
+              FROM rl_buckets AS t WHERE t.name = p_name AND t.key = p_key FOR UPDATE;
+            IF NOT FOUND THEN
+                IF looked IS NOT NULL THEN
+                    CONTINUE; -- reset meanwhile: look again
+                END IF;
+                INSERT INTO rl_buckets AS t
+                VALUES (p_name, p_key, (d.next).tokens, (d.next).stamp_us, rl_full_at(d, now_us),
+                        (d.next).blocked_until_us)
+                ON CONFLICT ON CONSTRAINT rl_buckets_pkey DO NOTHING;
+                GET DIAGNOSTICS inserted = ROW_COUNT;
+                IF inserted = 1 THEN
+                    RETURN d;
+                END IF;
+                CONTINUE; -- inserted meanwhile: decide again on it
             END IF;
-            INSERT INTO rl_buckets AS t
-            VALUES (p_name, p_key, (d.next).tokens, (d.next).stamp_us, rl_full_at(d, now_us),
-                    (d.next).blocked_until_us)
-            ON CONFLICT ON CONSTRAINT rl_buckets_pkey DO NOTHING;
-            GET DIAGNOSTICS inserted = ROW_COUNT;
-            IF inserted = 1 THEN
-                RETURN d;
+            IF op = 'record' THEN
+                RAISE SQLSTATE 'RLNW0'; -- the key is known already
             END IF;
-            CONTINUE; -- inserted meanwhile: decide again on it
-        END IF;
-        IF op = 'record' THEN
-            RETURN d;
-        END IF;
-        -- What was decided on is what is locked: the decision stands, at the
-        -- clock reading it was made at.  Otherwise decide again, now.
-        IF looked IS NULL OR b IS DISTINCT FROM looked THEN
-            now_us := rl_now();
-            d := rl_operate(b, l, r, op, amount, now_us);
-        END IF;
-        IF d.write THEN
+            -- What was decided on is what is locked: the decision stands, at
+            -- the clock reading it was made at.  Otherwise decide again, now.
+            IF looked IS NULL OR b IS DISTINCT FROM looked THEN
+                now_us := rl_now();
+                d := rl_operate(b, l, r, op, amount, now_us);
+            END IF;
+            IF NOT d.write THEN
+                RAISE SQLSTATE 'RLNW0';
+            END IF;
             UPDATE rl_buckets AS t
                SET tokens = (d.next).tokens, stamp_us = (d.next).stamp_us,
                    full_at_us = rl_full_at(d, now_us), blocked_until_us = (d.next).blocked_until_us
              WHERE t.name = p_name AND t.key = p_key;
-        END IF;
-        RETURN d;
+            RETURN d;
+        EXCEPTION WHEN SQLSTATE 'RLNW0' THEN
+            RETURN d; -- nothing to write: the lock is released with the subtransaction
+        END;
     END LOOP;
 END
 $$;
@@ -535,3 +564,39 @@ REVOKE ALL ON FUNCTION rate_limit_refund_explicit(text, text, float8, float8, in
 \ir shards.sql
 \ir headers.sql
 \ir maintenance.sql
+
+-- As an extension, a trusted one: its script runs as the bootstrap
+-- superuser, who would own every object, and the SECURITY DEFINER functions
+-- would run as a superuser for whoever installed them.  So the tables, the
+-- view and the SECURITY DEFINER routines are handed to the role that
+-- installed it (@extowner@): the functions run with that role's rights,
+-- over tables it owns, as they do when that role runs this file with psql.
+-- The routines that run with their caller's rights stay the superuser's,
+-- so that the installing role cannot change what they do for others.
+-- (Every operator is qualified: the schema may be that role's.)
+--extension: DO $owner$
+--extension: DECLARE
+--extension:     member record;
+--extension: BEGIN
+--extension:     FOR member IN
+--extension:         SELECT d.classid, d.objid
+--extension:           FROM pg_catalog.pg_depend AS d
+--extension:           JOIN pg_catalog.pg_extension AS e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
+--extension:          WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass::pg_catalog.oid
+--extension:            AND e.extname OPERATOR(pg_catalog.=) 'ratelimit_portable'::pg_catalog.name
+--extension:            AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char"
+--extension:     LOOP
+--extension:         IF member.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass::pg_catalog.oid THEN
+--extension:             IF (SELECT p.prosecdef FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) member.objid) THEN
+--extension:                 EXECUTE pg_catalog.format('ALTER ROUTINE %s OWNER TO %s',
+--extension:                                           member.objid::pg_catalog.regprocedure, $ext$@extowner@$ext$);
+--extension:             END IF;
+--extension:         ELSIF member.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid THEN
+--extension:             EXECUTE pg_catalog.format('ALTER TABLE %s OWNER TO %s',
+--extension:                                       member.objid::pg_catalog.regclass, $ext$@extowner@$ext$);
+--extension:         END IF;
+--extension:     END LOOP;
+--extension: END
+--extension: $owner$;
+
+COMMIT; -- (psql only)

@@ -157,6 +157,35 @@ rl_expect() {
     fi
 }
 
+# rl_expect_value MESSAGE EXPECTED SQL [psql options]: counts a failure
+# (and prints what came instead) unless SQL prints EXPECTED, unaligned and
+# without headers; prints "ok: MESSAGE" otherwise.
+rl_expect_value() {
+    local message=$1 expected=$2 sql=$3
+    shift 3
+    rl__expect_got "$message" "$expected" \
+        "$(psql -X -A -t -q -v ON_ERROR_STOP=1 "$@" -c "$sql" 2>&1 || true)"
+}
+
+# rl_expect_sqlstate MESSAGE SQLSTATE SQL [psql options]: as
+# rl_expect_value, for SQL (then any -f given) failing with SQLSTATE.
+rl_expect_sqlstate() {
+    local message=$1 expected=$2 sql=$3
+    shift 3
+    rl__expect_got "$message" "$expected" \
+        "$(psql -X -A -t -q -v ON_ERROR_STOP=1 -v VERBOSITY=verbose -c "$sql" "$@" 2>&1 |
+           sed -n 's/^.*ERROR:  \([0-9A-Z]\{5\}\): .*$/\1/p' || true)"
+}
+
+rl__expect_got() {  # MESSAGE EXPECTED GOT
+    if [ "$3" = "$2" ]; then
+        printf 'ok: %s (%s)\n' "$1" "$3"
+    else
+        printf 'FAILED: %s: got %s, expected %s\n' "$1" "${3:-nothing}" "$2"
+        RL_FAILURES=$((RL_FAILURES + 1))
+    fi
+}
+
 # rl_check_overload NAME RATE GRANTS: under overload a limit is drained as
 # fast as it refills, so between the first and the last grant recorded in
 # table "grants" (column granted_at: a span the run measured, free of

@@ -23,35 +23,23 @@ crash_and_restart() {
     rl_as_owner pg_ctl -D "$RL_CLUSTER_DATA" -m immediate -w -t 60 stop >/dev/null
     rl_as_owner pg_ctl -D "$RL_CLUSTER_DATA" -l "$RL_CLUSTER_DIR/server.log" -w -t 60 start >/dev/null
 }
-# expect_value MESSAGE EXPECTED SQL [psql options]
-expect_value() {
-    local message=$1 expected=$2 sql=$3 got
-    shift 3
-    got=$(q "$@" -c "$sql" 2>&1 || true)
-    if [ "$got" = "$expected" ]; then
-        printf 'ok: %s (%s)\n' "$message" "$got"
-    else
-        printf 'FAILED: %s: got %s, expected %s\n' "$message" "$got" "$expected"
-        RL_FAILURES=$((RL_FAILURES + 1))
-    fi
-}
 
 q -c "CREATE EXTENSION ratelimit" -c "SELECT (rate_limit_define('dur', 0, '1 second', 10)).name" >/dev/null
 
 # The default: unlogged, emptied by a crash.
-expect_value "unlogged: a take leaves 7" 7 "SELECT remaining FROM rate_limit_take('dur', 'k', 3)"
+rl_expect_value "unlogged: a take leaves 7" 7 "SELECT remaining FROM rate_limit_take('dur', 'k', 3)"
 crash_and_restart
-expect_value "unlogged: after a crash the bucket is full again" 10 \
+rl_expect_value "unlogged: after a crash the bucket is full again" 10 \
     "SELECT remaining FROM rate_limit_check('dur', 'k', 0)"
 
 # Logged: kept across a crash.
-expect_value "switched to a logged table" t "SELECT rate_limit_set_logged(true)"
-expect_value "logged: a take leaves 7" 7 "SELECT remaining FROM rate_limit_take('dur', 'k', 3)"
+rl_expect_value "switched to a logged table" t "SELECT rate_limit_set_logged(true)"
+rl_expect_value "logged: a take leaves 7" 7 "SELECT remaining FROM rate_limit_take('dur', 'k', 3)"
 q -c "BEGIN" -c "SELECT remaining FROM rate_limit_take('dur', 'k', 5)" -c "ROLLBACK" >/dev/null
-expect_value "logged: a take rolled back leaves nothing" 7 \
+rl_expect_value "logged: a take rolled back leaves nothing" 7 \
     "SELECT remaining FROM rate_limit_check('dur', 'k', 0)"
 crash_and_restart
-expect_value "logged: after a crash the balance is kept" 7 \
+rl_expect_value "logged: after a crash the balance is kept" 7 \
     "SELECT remaining FROM rate_limit_check('dur', 'k', 0)"
 
 # A streaming standby holds the state.
@@ -62,10 +50,10 @@ printf "\nport = %s\nhot_standby = on\n" "$standby_port" |
     rl_as_owner tee -a "$standby/postgresql.conf" >/dev/null
 rl_at_exit "rl_as_owner pg_ctl -D '$standby' -m immediate -w -t 30 stop >/dev/null 2>&1"
 rl_as_owner pg_ctl -D "$standby" -l "$RL_CLUSTER_DIR/standby.log" -w -t 60 start >/dev/null
-expect_value "the standby is in recovery" t "SELECT pg_is_in_recovery()" -p "$standby_port"
-expect_value "standby: rate_limit_check answers" "t|6" \
+rl_expect_value "the standby is in recovery" t "SELECT pg_is_in_recovery()" -p "$standby_port"
+rl_expect_value "standby: rate_limit_check answers" "t|6" \
     "SELECT allowed, remaining FROM rate_limit_check('dur', 'k', 1)" -p "$standby_port"
-expect_value "standby: rate_limit_buckets answers" "k|7" \
+rl_expect_value "standby: rate_limit_buckets answers" "k|7" \
     "SELECT key, balance FROM rate_limit_buckets('dur')" -p "$standby_port"
 refusal=$(q -p "$standby_port" -v VERBOSITY=verbose -c "SELECT * FROM rate_limit_take('dur', 'k', 1)" 2>&1 || true)
 if grep -q 'ERROR:  25006: cannot execute rate_limit_take() during recovery' <<<"$refusal" &&
@@ -77,7 +65,7 @@ else
 fi
 
 # What the primary takes next reaches the standby.
-expect_value "primary: a take leaves 5" 5 "SELECT remaining FROM rate_limit_take('dur', 'k', 2)"
+rl_expect_value "primary: a take leaves 5" 5 "SELECT remaining FROM rate_limit_take('dur', 'k', 2)"
 replayed=
 for _ in $(seq 1 300); do
     replayed=$(q -p "$standby_port" -c "SELECT remaining FROM rate_limit_check('dur', 'k', 0)")
@@ -94,13 +82,13 @@ for _ in $(seq 1 300); do
 done
 rl_as_owner pg_ctl -D "$RL_CLUSTER_DATA" -m fast -w -t 60 stop >/dev/null
 rl_as_owner pg_ctl -D "$standby" -w -t 60 promote >/dev/null
-expect_value "promoted: a take leaves 1" 1 "SELECT remaining FROM rate_limit_take('dur', 'k', 4)" \
+rl_expect_value "promoted: a take leaves 1" 1 "SELECT remaining FROM rate_limit_take('dur', 'k', 4)" \
     -p "$standby_port"
-expect_value "promoted: the next take of 2 is denied" f \
+rl_expect_value "promoted: the next take of 2 is denied" f \
     "SELECT allowed FROM rate_limit_take('dur', 'k', 2)" -p "$standby_port"
-expect_value "promoted: the other key kept its balance" 6 \
+rl_expect_value "promoted: the other key kept its balance" 6 \
     "SELECT remaining FROM rate_limit_check('dur', 'other', 0)" -p "$standby_port"
-expect_value "promoted: a new key starts full" 9 \
+rl_expect_value "promoted: a new key starts full" 9 \
     "SELECT remaining FROM rate_limit_take('dur', 'new', 1)" -p "$standby_port"
 
 rl_verdict logged_state

@@ -6,7 +6,6 @@
 --
 DROP SCHEMA ratelimit CASCADE;
 DROP EXTENSION ratelimit_portable;
-CREATE EXTENSION ratelimit_portable;
 \set ECHO none
 \i test/sql/portable_setup.sql
 \set ECHO all

@@ -6,13 +6,21 @@
 -- portable clock reads the same setting, and views of the same names and
 -- columns show (and write through to) the portable tables.
 --
+-- The extension refuses a schema where every role may create objects, as
+-- public is before PostgreSQL 15 (test/cluster/portable_install.sh).
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+CREATE EXTENSION ratelimit_portable;
+SELECT e.extversion, r.rolsuper AS owned_by_superuser
+  FROM pg_extension e JOIN pg_roles r ON r.oid = e.extowner WHERE e.extname = 'ratelimit_portable';
+
 CREATE OR REPLACE FUNCTION rl_now() RETURNS bigint
 LANGUAGE sql VOLATILE
 AS $$ SELECT CASE WHEN coalesce(nullif(pg_catalog.current_setting('ratelimit.fixed_clock', true), ''), '0')::float8 > 0
                   THEN pg_catalog.floor((pg_catalog.current_setting('ratelimit.fixed_clock')::float8 - 946684800)
                                         * 1000000 + 0.5)::bigint
-                  ELSE (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())::numeric * 1000000
-                        - 946684800000000)::bigint END $$;
+                  ELSE (SELECT pg_catalog.floor(pg_catalog.date_part('epoch', c.t) / 60)::bigint * 60000000
+                               + pg_catalog.date_part('microseconds', c.t AT TIME ZONE 'UTC')::bigint - 946684800000000
+                          FROM (SELECT pg_catalog.clock_timestamp() AS t) AS c) END $$;
 
 CREATE SCHEMA ratelimit;
 CREATE VIEW ratelimit.buckets AS
