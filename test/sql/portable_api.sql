@@ -282,7 +282,7 @@ SELECT count(*) AS calls, (SELECT count(*) FROM policy_differences) AS differ,
            AS some_jittered,
        count(*) FILTER (WHERE (native).name = 'pp-penalty' AND NOT (native).allowed
                           AND (native).remaining >= 1) > 5 AS some_boxed,
-       count(*) FILTER (WHERE op = 'refused') AS refused,
+       count(*) FILTER (WHERE op = 'refused') > 0 AS some_refused_by_both,
        count(*) FILTER (WHERE rolled_back) > 100 AS some_rolled_back
 FROM policy_calls;
 -- The first differences, if any.
