@@ -252,47 +252,42 @@ BEGIN
                 RETURN d;
             END IF;
         END IF;
-        -- The row is locked in a subtransaction, so that a call that ends
-        -- up writing nothing (the row changed meanwhile and now denies, or a
-        -- first sighting found the key known) holds no lock afterwards, as
-        -- the native limiter holds none.
-        BEGIN
-            SELECT t.tokens, t.stamp_us, t.blocked_until_us INTO b
-              FROM rl_buckets AS t WHERE t.name = p_name AND t.key = p_key FOR UPDATE;
-            IF NOT FOUND THEN
-                IF looked IS NOT NULL THEN
-                    CONTINUE; -- reset meanwhile: look again
-                END IF;
-                INSERT INTO rl_buckets AS t
-                VALUES (p_name, p_key, (d.next).tokens, (d.next).stamp_us, rl_full_at(d, now_us),
-                        (d.next).blocked_until_us)
-                ON CONFLICT ON CONSTRAINT rl_buckets_pkey DO NOTHING;
-                GET DIAGNOSTICS inserted = ROW_COUNT;
-                IF inserted = 1 THEN
-                    RETURN d;
-                END IF;
-                CONTINUE; -- inserted meanwhile: decide again on it
+        -- (A take that ends up writing nothing, because the row changed
+        -- meanwhile and now denies, keeps the row locked until the
+        -- caller's transaction ends; a sharded take releases it: see
+        -- rl_sharded_call.)
+        SELECT t.tokens, t.stamp_us, t.blocked_until_us INTO b
+          FROM rl_buckets AS t WHERE t.name = p_name AND t.key = p_key FOR UPDATE;
+        IF NOT FOUND THEN
+            IF looked IS NOT NULL THEN
+                CONTINUE; -- reset meanwhile: look again
             END IF;
-            IF op = 'record' THEN
-                RAISE SQLSTATE 'RLNW0'; -- the key is known already
+            INSERT INTO rl_buckets AS t
+            VALUES (p_name, p_key, (d.next).tokens, (d.next).stamp_us, rl_full_at(d, now_us),
+                    (d.next).blocked_until_us)
+            ON CONFLICT ON CONSTRAINT rl_buckets_pkey DO NOTHING;
+            GET DIAGNOSTICS inserted = ROW_COUNT;
+            IF inserted = 1 THEN
+                RETURN d;
             END IF;
-            -- What was decided on is what is locked: the decision stands, at
-            -- the clock reading it was made at.  Otherwise decide again, now.
-            IF looked IS NULL OR b IS DISTINCT FROM looked THEN
-                now_us := rl_now();
-                d := rl_operate(b, l, r, op, amount, now_us);
-            END IF;
-            IF NOT d.write THEN
-                RAISE SQLSTATE 'RLNW0';
-            END IF;
+            CONTINUE; -- inserted meanwhile: decide again on it
+        END IF;
+        IF op = 'record' THEN
+            RETURN d; -- the key is known already
+        END IF;
+        -- What was decided on is what is locked: the decision stands, at the
+        -- clock reading it was made at.  Otherwise decide again, now.
+        IF looked IS NULL OR b IS DISTINCT FROM looked THEN
+            now_us := rl_now();
+            d := rl_operate(b, l, r, op, amount, now_us);
+        END IF;
+        IF d.write THEN
             UPDATE rl_buckets AS t
                SET tokens = (d.next).tokens, stamp_us = (d.next).stamp_us,
                    full_at_us = rl_full_at(d, now_us), blocked_until_us = (d.next).blocked_until_us
              WHERE t.name = p_name AND t.key = p_key;
-            RETURN d;
-        EXCEPTION WHEN SQLSTATE 'RLNW0' THEN
-            RETURN d; -- nothing to write: the lock is released with the subtransaction
-        END;
+        END IF;
+        RETURN d;
     END LOOP;
 END
 $$;

@@ -363,8 +363,19 @@ BEGIN
             allowed := true;
             pair[plan.richest] := plan.after[plan.richest];
         ELSE
-            d := rl_apply(p_name, rl_shard_key(p_key, numbers[plan.richest]), share,
-                          ROW(cost, false, false, 0, 'Infinity')::rl_request, 'take', 0, initial);
+            -- In a subtransaction: a shard that denies once locked (others
+            -- took from it meanwhile) is released before the whole key is
+            -- locked in canonical order, or two sharded takes could
+            -- deadlock over two shards.
+            BEGIN
+                d := rl_apply(p_name, rl_shard_key(p_key, numbers[plan.richest]), share,
+                              ROW(cost, false, false, 0, 'Infinity')::rl_request, 'take', 0, initial);
+                IF NOT d.allowed AND NOT d.write THEN
+                    RAISE SQLSTATE 'RLNW0';
+                END IF;
+            EXCEPTION WHEN SQLSTATE 'RLNW0' THEN
+                NULL; -- denied, nothing written: the lock goes with the subtransaction
+            END;
             allowed := d.allowed;
             pair[plan.richest] := d.next;
         END IF;
