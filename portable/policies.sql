@@ -485,18 +485,6 @@ COMMENT ON FUNCTION rate_limit_refund(text, text, float8) IS
     'gives amount tokens back to the bucket (name, key) of policy name, never beyond its burst';
 REVOKE ALL ON FUNCTION rate_limit_refund(text, text, float8) FROM PUBLIC;
 
--- All or nothing over several limits.
-CREATE TYPE rate_limit_all_decision AS (
-    allowed      boolean,
-    retry_after  float8,
-    binding_name text,
-    binding_key  text,
-    remaining    float8[],
-    decisions    rate_limit_decision[]
-);
-COMMENT ON TYPE rate_limit_all_decision IS
-    'answer of rate_limit_take_all: allowed, seconds until every limit would grant, the binding limit, the tokens remaining per limit given, and each limit''s own decision';
-
 -- The elements of array argument what, none NULL (ArrayElements).
 CREATE FUNCTION rl_limit_list_elements(function_name text, what text, elements anyarray)
 RETURNS integer

@@ -42,18 +42,7 @@ BEGIN; -- (psql only)
 \ir core.sql
 \ir errors.sql
 
-CREATE TYPE rate_limit_decision AS (
-    allowed      boolean,
-    remaining    float8,
-    retry_after  float8,
-    reset_after  float8,
-    capacity     float8,
-    name         text,
-    quota        float8,
-    per          interval,
-    refill_after float8);
-COMMENT ON TYPE rate_limit_decision IS
-    'answer of a rate limit call: allowed, tokens remaining (negative = reserved debt), seconds until a retry succeeds or reserved work may start, seconds until full, the burst, the limit''s name, its quota per period, and seconds until more quota arrives';
+\ir decision_types.sql
 
 -- One row per bucket; times in whole microseconds since 2000-01-01 UTC, as
 -- the algebra counts them.  On PostgreSQL, UNLOGGED as in the native

@@ -86,6 +86,7 @@ RL_PACKAGES=(
     make
     libgtest-dev               # GoogleTest for the unit tests
     postgresql-15-cron         # pg_cron, which schedules rate_limit_purge in a cluster test
+    postgresql-15-plproxy      # PL/Proxy, the router of limits over several servers (test/cluster/router.sh)
     util-linux                 # runuser
     passwd                     # useradd
 )

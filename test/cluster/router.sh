@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# test/cluster/router.sh
+#
+# Limits spread over two partition servers by a PL/Proxy router
+# (router/ratelimit_router.sql): one router and two partitions, each its
+# own throwaway cluster on a unix socket; eight logical partitions, the
+# even ones on the first server, the odd ones on the second.  Checks that
+# every bucket lives where rate_limit_route_hash() puts it, that a policy is
+# defined everywhere by one call, that a routed take commits on its
+# partition whatever the caller's transaction does, that rate_limit_take_all
+# is routed within one partition and refused across two with nothing taken,
+# that 8 clients at READ COMMITTED through the router stay within every
+# key's bound with no error and that the partitions together hold exactly
+# what the clients were granted, and that with one partition stopped its
+# keys fail with PL/Proxy's error naming it while the other's keep working,
+# and all work again once it is back.  Starts its three clusters and stops them.
+set -euo pipefail
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/lib.sh"
+
+rl_require_install
+make -s -C "$RL_ROOT" load >/dev/null
+cluster_start # the router
+RL_FAILURES=0
+q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
+
+# partition_start N: a cluster of its own for partition server N, in
+# $RL_CLUSTER_DIR/partN; its port into PART_PORT[N].
+declare -A PART_PORT
+partition_start() {
+    local dir=$RL_CLUSTER_DIR/part$1 port
+    port=$(rl_pick_port)
+    rl_as_owner mkdir "$dir"
+    rl_as_owner "$RL_PG_BINDIR/initdb" -D "$dir/data" -A trust -U postgres --no-sync -E UTF8 \
+        --locale=C.UTF-8 >/dev/null
+    rl_as_owner tee -a "$dir/data/postgresql.conf" >/dev/null <<EOF
+listen_addresses = ''
+unix_socket_directories = '$dir'
+port = $port
+fsync = off
+max_connections = 50
+EOF
+    rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
+    rl_at_exit "rl_as_owner '$RL_PG_BINDIR/pg_ctl' -D '$dir/data' -m immediate -w -t 30 stop >/dev/null 2>&1 || true"
+    PART_PORT[$1]=$port
+}
+part() { local n=$1; shift; q -h "$RL_CLUSTER_DIR/part$n" -p "${PART_PORT[$n]}" "$@"; }
+
+partition_start 1
+partition_start 2
+for n in 1 2; do part "$n" -c "CREATE EXTENSION ratelimit" >/dev/null; done
+
+conninfo() { printf 'host=%s port=%s dbname=postgres user=postgres' "$RL_CLUSTER_DIR/part$1" "${PART_PORT[$1]}"; }
+q -c "CREATE EXTENSION plproxy" \
+  -c "CREATE SERVER ratelimit FOREIGN DATA WRAPPER plproxy OPTIONS (
+          p0 '$(conninfo 1)', p1 '$(conninfo 2)', p2 '$(conninfo 1)', p3 '$(conninfo 2)',
+          p4 '$(conninfo 1)', p5 '$(conninfo 2)', p6 '$(conninfo 1)', p7 '$(conninfo 2)')" \
+  -c "CREATE USER MAPPING FOR PUBLIC SERVER ratelimit"
+q -f "$RL_ROOT/router/ratelimit_router.sql" >/dev/null
+
+# One call defines a policy on every partition server (PL/Proxy runs RUN ON
+# ALL once per connection string).
+rl_expect_value "define: one stored policy per partition server" 2 \
+    "SELECT count(*) FROM rate_limit_define('api', 0, '1 second', 5)"
+for n in 1 2; do
+    rl_expect_value "define: server $n holds the policy" "api|5" \
+        "SELECT name, burst FROM ratelimit.policies" -h "$RL_CLUSTER_DIR/part$n" -p "${PART_PORT[$n]}"
+done
+
+# Every bucket lives on the server its hash names: even logical partitions
+# on server 1, odd ones on server 2; twenty keys reach both.
+q -c "SELECT count(*) FROM generate_series(1, 20) AS g, LATERAL rate_limit_take('api', 'k' || g) AS d" >/dev/null
+for n in 1 2; do
+    parity=$((n - 1))
+    rl_expect_value "take: server $n holds exactly the keys routed to it" "$(q -c "
+        SELECT string_agg('k' || g, ',' ORDER BY 'k' || g) FROM generate_series(1, 20) AS g
+         WHERE (rate_limit_route_hash('api', 'k' || g) & 7) % 2 = $parity")" \
+        "SELECT string_agg(key, ',' ORDER BY key) FROM ratelimit.buckets WHERE name = 'api'" \
+        -h "$RL_CLUSTER_DIR/part$n" -p "${PART_PORT[$n]}"
+done
+rl_expect_value "take: the keys reach both servers" 2 \
+    "SELECT count(DISTINCT (rate_limit_route_hash('api', 'k' || g) & 7) % 2) FROM generate_series(1, 20) AS g"
+
+# A routed take commits on its partition: the caller's rollback does not
+# give its token back.
+q -c "BEGIN" -c "SELECT remaining FROM rate_limit_take('api', 'k1')" -c "ROLLBACK" >/dev/null
+rl_expect_value "rollback on the router: the partition kept the take" 3 \
+    "SELECT remaining FROM rate_limit_check('api', 'k1', 0)"
+
+# take_all: within one partition it is routed; across two it is refused,
+# and nothing is taken.
+same=$(q -c "SELECT 'k' || g FROM generate_series(100, 400) AS g
+             WHERE rate_limit_route_hash('api', 'k' || g) & 7 = rate_limit_route_hash('api', 'k1') & 7 LIMIT 1")
+other=$(q -c "SELECT 'k' || g FROM generate_series(100, 400) AS g
+              WHERE (rate_limit_route_hash('api', 'k' || g) & 7) % 2 <> (rate_limit_route_hash('api', 'k1') & 7) % 2 LIMIT 1")
+rl_expect_value "take_all within one partition: routed" "t|{2,4}" \
+    "SELECT allowed, remaining FROM rate_limit_take_all(ARRAY['api', 'api'], ARRAY['k1', '$same'])"
+rl_expect_sqlstate "take_all across partitions: refused" 0A000 \
+    "SELECT * FROM rate_limit_take_all(ARRAY['api', 'api'], ARRAY['k1', '$other'])"
+rl_expect_value "take_all across partitions: nothing taken" "2|5" \
+    "SELECT (rate_limit_check('api', 'k1', 0)).remaining, (rate_limit_check('api', '$other', 0)).remaining"
+
+# 8 clients through the router, 40 keys that never refill (rate 0, burst
+# 25): every key within its bound, no error, and the two servers together
+# took exactly what the clients were granted.
+load=$("$RL_ROOT/test/load/ratelimit_load" --clients 8 --seconds 3 --keys 40 --name routed \
+           --rate 0 --burst 25 --rollback 0) || true
+printf '%s\n' "$load"
+case $load in
+    *" PASS"*) printf 'ok: load through the router: within every bound, no error\n' ;;
+    *) printf 'FAILED: load through the router\n'; RL_FAILURES=$((RL_FAILURES + 1)) ;;
+esac
+granted=$(printf '%s\n' "$load" | sed -n 's/.* grants=\([0-9]*\) .*/\1/p' | head -n 1)
+taken=0
+for n in 1 2; do
+    t=$(part "$n" -c "SELECT coalesce(sum(25 - tokens), 0)::bigint FROM ratelimit.buckets WHERE name = 'routed'")
+    printf 'server %s: %s tokens taken\n' "$n" "$t"
+    taken=$((taken + t))
+done
+rl_check "${granted:-0} == $taken && $taken > 0" \
+    "the servers took $taken tokens, the clients were granted ${granted:-?}"
+printf 'routed load: %s grants, %s tokens taken over the two servers\n' "${granted:-?}" "$taken"
+
+# One partition server stopped: its keys fail, the other's keep working.
+down_key=$(q -c "SELECT 'k' || g FROM generate_series(1, 200) AS g
+                 WHERE (rate_limit_route_hash('api', 'k' || g) & 7) % 2 = 1 LIMIT 1")
+up_key=$(q -c "SELECT 'k' || g FROM generate_series(1, 200) AS g
+               WHERE (rate_limit_route_hash('api', 'k' || g) & 7) % 2 = 0 LIMIT 1")
+rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$RL_CLUSTER_DIR/part2/data" -m fast -w -t 60 stop >/dev/null
+# (PL/Proxy's own error: XX000, naming the function and the connection.)
+down_error=$(psql -X -q -c "SELECT * FROM rate_limit_check('api', '$down_key', 0)" 2>&1 || true)
+printf '%s\n' "$down_error" | head -n 1
+case $down_error in
+    *"PL/Proxy function"*"rate_limit_check"*"part2"*) printf 'ok: server 2 down: its keys fail, naming it\n' ;;
+    *) printf 'FAILED: server 2 down: got %s\n' "$down_error"; RL_FAILURES=$((RL_FAILURES + 1)) ;;
+esac
+rl_expect_sqlstate "server 2 down: the error is PL/Proxy's" XX000 \
+    "SELECT * FROM rate_limit_take('api', '$down_key')"
+rl_expect_value "server 2 down: server 1's keys work" t \
+    "SELECT (rate_limit_check('api', '$up_key', 0)).allowed"
+rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$RL_CLUSTER_DIR/part2/data" -l "$RL_CLUSTER_DIR/part2/server.log" \
+    -w -t 60 start >/dev/null
+rl_expect_value "server 2 back: its keys work again" t \
+    "SELECT (rate_limit_check('api', '$down_key', 0)).allowed"
+
+rl_verdict router
