@@ -291,10 +291,9 @@ AS $$ SELECT p FROM rl_policies AS p WHERE p.name = p_name $$;
 CREATE FUNCTION rl_policy(p_name text) RETURNS rl_policies
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    p rl_policies;
+    p rl_policies := rl_find_policy(p_name);
 BEGIN
-    SELECT * INTO p FROM rl_policies AS t WHERE t.name = p_name;
-    IF NOT FOUND THEN
+    IF p.name IS NULL THEN
         PERFORM rl_report_undefined_policy(p_name, true);
     END IF;
     RETURN p;
@@ -671,19 +670,15 @@ DECLARE
     l rl_limit;
     r rl_request;
     d rl_decision;
-    s rl_bucket;
     cap float8;
-    now_us bigint;
     all_allowed boolean := true;
     binding integer := 1;
     better boolean;
-    wait float8;
     longest float8 := 0;
     remaining float8[] := '{}';
     decisions rate_limit_decision[] := '{}';
     result rate_limit_all_decision;
     c integer;
-    inserted integer;
 BEGIN
     count := rl_limit_list_elements('rate_limit_take_all', 'names', names);
     key_count := rl_limit_list_elements('rate_limit_take_all', 'keys', keys);

@@ -45,23 +45,14 @@ BEGIN
 END
 $$;
 
--- Shard n of key as it stands, refilled to now_us, without waiting for a
--- writer (PeekShard); a shard never seen starts at its share of initial.
+-- Shard n of key as it stands, refilled to now, without waiting for a
+-- writer (PeekShard): a check of nothing on its row; a shard never seen
+-- starts at its share of initial.
 CREATE FUNCTION rl_peek_shard(p_name text, p_key text, n integer, share rl_limit,
-                              initial float8, now_us bigint) RETURNS rl_bucket
-LANGUAGE plpgsql STABLE AS $$
-DECLARE
-    b rl_bucket;
-BEGIN
-    SELECT t.tokens, t.stamp_us, t.blocked_until_us INTO b
-      FROM rl_buckets AS t WHERE t.name = p_name AND t.key = rl_shard_key(p_key, n);
-    IF NOT FOUND THEN
-        b := ROW(coalesce(initial, share.burst), now_us, rl_not_blocked())::rl_bucket;
-    END IF;
-    RETURN (rl_decide(b, share, rl_no_request(), now_us)).next;
-END
-$$;
-
+                              initial float8) RETURNS rl_bucket
+LANGUAGE sql VOLATILE
+AS $$ SELECT (rl_apply(p_name, rl_shard_key(p_key, n), share, rl_no_request(), 'check', 0,
+                       initial)).next $$;
 -- How a cost is spread over balances tokens (Spread): 'one' from the
 -- richest, 'several' from the richest ones in turn, or 'deny'; take: what
 -- from each; richest: the richest (first of equals), 1-based.
@@ -332,8 +323,8 @@ BEGIN
                 d := rl_apply(p_name, rl_shard_key(p_key, n), share, NULL, 'refund', left_over, initial);
                 left_over := left_over - d.refunded;
             ELSE
-                d := rl_decide(rl_peek_shard(p_name, p_key, n, share, initial, rl_now()), share,
-                               rl_no_request(), rl_now());
+                d := rl_apply(p_name, rl_shard_key(p_key, n), share, rl_no_request(), 'check', 0,
+                              initial);
             END IF;
             result.remaining := result.remaining + d.remaining;
             IF d.reset_after > result.reset_after THEN
@@ -355,7 +346,7 @@ BEGIN
     numbers[1] := pg_catalog.floor(pg_catalog.random() * shards)::integer;
     numbers[2] := (numbers[1] + 1 + pg_catalog.floor(pg_catalog.random() * (shards - 1))::integer) % shards;
     FOR i IN 1..2 LOOP
-        pair[i] := rl_peek_shard(p_name, p_key, numbers[i], share, initial, rl_now());
+        pair[i] := rl_peek_shard(p_name, p_key, numbers[i], share, initial);
     END LOOP;
     SELECT * INTO plan FROM rl_plan_shards(pair, share, ROW(cost, false, false, 0, 'Infinity')::rl_request, rl_now());
     IF plan.kind = 'one' THEN
@@ -390,14 +381,14 @@ BEGIN
         FOR s IN 0..shards - 1 LOOP
             every_shard[s + 1] := CASE WHEN s = numbers[1] THEN pair[1]
                                        WHEN s = numbers[2] THEN pair[2]
-                                       ELSE rl_peek_shard(p_name, p_key, s, share, initial, rl_now()) END;
+                                       ELSE rl_peek_shard(p_name, p_key, s, share, initial) END;
         END LOOP;
     ELSE
         -- The whole key decides (DecideOverEveryShard), planning again when
         -- others took what it counted on before it could lock the rows.
         FOR attempt IN 1..4 LOOP
             FOR s IN 0..shards - 1 LOOP
-                every_shard[s + 1] := rl_peek_shard(p_name, p_key, s, share, initial, rl_now());
+                every_shard[s + 1] := rl_peek_shard(p_name, p_key, s, share, initial);
             END LOOP;
             SELECT * INTO plan FROM rl_plan_shards(every_shard, share, shard_request, rl_now());
             EXIT WHEN plan.kind = 'deny';
