@@ -15,6 +15,7 @@ OBJS = \
 	src/pg/fmgr_args.o \
 	src/pg/functions.o \
 	src/pg/maintenance.o \
+	src/pg/memory_engine.o \
 	src/pg/module.o \
 	src/pg/policies.o \
 	src/pg/sharding.o \
@@ -64,7 +65,7 @@ $(PORTABLE_SCRIPT): $(filter-out $(PORTABLE_SCRIPT),$(wildcard portable/*.sql)) 
 # documented differences, laid over it.
 NATIVE_ONLY = portable_setup portable_reinstall portable_maintenance portable_core portable_api install upgrade old_signatures \
 	table_shape schema_ratelimit stats logged_state fixed_clock_grant policy_lookup result_types \
-	state_guard parallel legacy_shapes
+	state_guard parallel legacy_shapes memory
 PORTABLE_OUTPUT = output_portable
 installcheck-portable: $(PORTABLE_SCRIPT)
 	rm -rf $(PORTABLE_OUTPUT) && mkdir -p $(PORTABLE_OUTPUT)/input/expected

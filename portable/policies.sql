@@ -36,6 +36,7 @@ CREATE TABLE rl_policies (
     penalty_us        bigint
         GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', penalty)
                                               OPERATOR(pg_catalog.*) '1000000'::float8)::bigint) STORED,
+    storage           text COLLATE pg_catalog."C" NOT NULL DEFAULT 'table'::text,
     CONSTRAINT rl_policies_pkey PRIMARY KEY (name),
     CONSTRAINT policies_name_check CHECK (pg_catalog.octet_length(name) OPERATOR(pg_catalog.>=) 1
                                           AND pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=) 256),
@@ -61,6 +62,10 @@ CREATE TABLE rl_policies (
     CONSTRAINT policies_penalty_check
         CHECK (penalty_us OPERATOR(pg_catalog.>=) '0'::bigint
                AND (penalty_us OPERATOR(pg_catalog.=) '0'::bigint
+                    OR shards OPERATOR(pg_catalog.=) 1)),
+    CONSTRAINT policies_storage_check
+        CHECK (storage OPERATOR(pg_catalog.=) ANY ('{table,memory}'::text[])
+               AND (storage OPERATOR(pg_catalog.=) 'table'::text
                     OR shards OPERATOR(pg_catalog.=) 1))
 );
 REVOKE ALL ON TABLE rl_policies FROM PUBLIC;
@@ -83,7 +88,8 @@ CREATE FUNCTION rate_limit_define(
     floor_rate   float8   DEFAULT '0',
     shards       integer  DEFAULT 1,
     max_reserved float8   DEFAULT '0',
-    penalty      interval DEFAULT NULL)
+    penalty      interval DEFAULT NULL,
+    storage      text     DEFAULT 'table')
 RETURNS rl_policies
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = :"rl_schema", pg_temp
@@ -218,6 +224,24 @@ BEGIN
                       HINT = 'Define the policy with shards => 1, or without a penalty.';
         END IF;
     END IF;
+    IF $13 IS NULL OR NOT ($13 OPERATOR(pg_catalog.=) ANY ('{table,memory}'::text[])) THEN
+        RAISE EXCEPTION 'storage must be ''table'' or ''memory'''
+            USING ERRCODE = CASE WHEN $13 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
+                  DETAIL = pg_catalog.format('The storage given was %s.', coalesce(pg_catalog.quote_literal($13), 'NULL')),
+                  HINT = 'Pass ''table'' (the default) to keep buckets in a table, or ''memory'' to keep them in shared memory.';
+    END IF;
+    IF $13 OPERATOR(pg_catalog.=) 'memory' AND $10 OPERATOR(pg_catalog.>) 1 THEN
+        RAISE EXCEPTION 'a policy with storage ''memory'' cannot have shards'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'The memory engine serves a hot key without a row lock: there is no queue for shards to spread.',
+                  HINT = 'Define the policy with shards => 1, or with storage => ''table''.';
+    END IF;
+    IF $13 OPERATOR(pg_catalog.=) 'memory' THEN
+        RAISE EXCEPTION 'the portable limiter has no memory engine'
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'Keeping buckets in shared memory needs the native extension ratelimit.',
+                  HINT = 'Define the policy with storage => ''table'' (the default), or install the native extension.';
+    END IF;
     BEGIN
         dividend := 'rate';
         quotient := $2 OPERATOR(pg_catalog./) seconds;
@@ -234,29 +258,30 @@ BEGIN
     END;
     INSERT INTO rl_policies AS p
         (name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate, shards,
-         max_reserved, penalty)
-    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10, $11, $12)
+         max_reserved, penalty, storage)
+    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10, $11, $12, $13)
     ON CONFLICT (name) DO UPDATE
         SET rate = excluded.rate, per = excluded.per, burst = excluded.burst,
             initial = excluded.initial, jitter = excluded.jitter,
             fixed_window = excluded.fixed_window, window_start = excluded.window_start,
             floor_rate = excluded.floor_rate, shards = excluded.shards,
-            max_reserved = excluded.max_reserved, penalty = excluded.penalty
+            max_reserved = excluded.max_reserved, penalty = excluded.penalty,
+            storage = excluded.storage
     RETURNING p.* INTO stored;
     RETURN stored;
 END
 $$;
-COMMENT ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval) IS
-    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent; shards splits each key over that many rows for hot keys; a key may owe up to max_reserved tokens after a reservation; once a take is denied, penalty keeps the key denied that long; returns the stored policy';
-REVOKE ALL ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval) FROM PUBLIC;
+COMMENT ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text) IS
+    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent; shards splits each key over that many rows for hot keys; a key may owe up to max_reserved tokens after a reservation; once a take is denied, penalty keeps the key denied that long; storage ''memory'' keeps the keys in shared memory instead of a table; returns the stored policy';
+REVOKE ALL ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text) FROM PUBLIC;
 
 -- The policies, shown to the roles that may execute rate_limit_define.
 CREATE VIEW rate_limit_policies WITH (security_barrier) AS
 SELECT p.name, p.rate, p.per, p.burst, p.initial, p.jitter, p.fixed_window, p.window_start,
-       p.floor_rate, p.shards, p.max_reserved, p.penalty, p.tokens_per_second
+       p.floor_rate, p.shards, p.max_reserved, p.penalty, p.tokens_per_second, p.storage
   FROM rl_policies AS p
  WHERE pg_catalog.has_function_privilege(
-           'rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval)'::pg_catalog.regprocedure,
+           'rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text)'::pg_catalog.regprocedure,
            'EXECUTE');
 COMMENT ON VIEW rate_limit_policies IS
     'the stored policies, shown to roles that may execute rate_limit_define';

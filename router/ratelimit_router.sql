@@ -52,7 +52,8 @@ CREATE TYPE rate_limit_policy AS (
     shards            integer,
     max_reserved      float8,
     penalty           interval,
-    penalty_us        bigint);
+    penalty_us        bigint,
+    storage           text);
 COMMENT ON TYPE rate_limit_policy IS 'a stored policy, one row per partition';
 
 -- Calls of one bucket: to the partition that owns it.
@@ -146,12 +147,13 @@ CREATE FUNCTION rate_limit_define(
     floor_rate   float8   DEFAULT '0',
     shards       integer  DEFAULT 1,
     max_reserved float8   DEFAULT '0',
-    penalty      interval DEFAULT NULL)
+    penalty      interval DEFAULT NULL,
+    storage      text     DEFAULT 'table')
 RETURNS SETOF rate_limit_policy LANGUAGE plproxy
 AS $$ CLUSTER 'ratelimit'; RUN ON ALL; $$;
-COMMENT ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval) IS
+COMMENT ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text) IS
     'rate_limit_define on every partition, each in a transaction of its own; one stored policy per partition';
-REVOKE ALL ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text) FROM PUBLIC;
 
 CREATE FUNCTION rate_limit_drop(name text)
 RETURNS SETOF boolean LANGUAGE plproxy

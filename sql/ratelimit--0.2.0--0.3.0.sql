@@ -11,6 +11,8 @@
 -- role with the default grants can never push a policy's bucket into debt
 -- unless the policy says so.
 -- The penalty box: once a take is denied, the key stays denied this long.
+-- Where a policy's buckets live: the table ratelimit.buckets, or shared
+-- memory (the memory engine).
 ALTER TABLE ratelimit.policies
     ADD COLUMN max_reserved float8 NOT NULL DEFAULT '0'::float8,
     ADD COLUMN penalty interval,
@@ -23,6 +25,11 @@ ALTER TABLE ratelimit.policies
     ADD CONSTRAINT policies_penalty_check
         CHECK (penalty_us OPERATOR(pg_catalog.>=) '0'::bigint
                AND (penalty_us OPERATOR(pg_catalog.=) '0'::bigint
+                    OR shards OPERATOR(pg_catalog.=) 1)),
+    ADD COLUMN storage text COLLATE pg_catalog."C" NOT NULL DEFAULT 'table'::text,
+    ADD CONSTRAINT policies_storage_check
+        CHECK (storage OPERATOR(pg_catalog.=) ANY ('{table,memory}'::text[])
+               AND (storage OPERATOR(pg_catalog.=) 'table'::text
                     OR shards OPERATOR(pg_catalog.=) 1));
 
 -- When each bucket is full again under the limit it was last written with,
@@ -155,7 +162,8 @@ CREATE FUNCTION @extschema@.rate_limit_define(
     floor_rate   float8   DEFAULT '0',
     shards       integer  DEFAULT 1,
     max_reserved float8   DEFAULT '0',
-    penalty      interval DEFAULT NULL)
+    penalty      interval DEFAULT NULL,
+    storage      text     DEFAULT 'table')
 RETURNS ratelimit.policies
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -298,6 +306,18 @@ BEGIN
                       HINT = 'Define the policy with shards => 1, or without a penalty.';
         END IF;
     END IF;
+    IF $13 IS NULL OR NOT ($13 OPERATOR(pg_catalog.=) ANY ('{table,memory}'::text[])) THEN
+        RAISE EXCEPTION 'storage must be ''table'' or ''memory'''
+            USING ERRCODE = CASE WHEN $13 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
+                  DETAIL = pg_catalog.format('The storage given was %s.', coalesce(pg_catalog.quote_literal($13), 'NULL')),
+                  HINT = 'Pass ''table'' (the default) to keep buckets in a table, or ''memory'' to keep them in shared memory.';
+    END IF;
+    IF $13 OPERATOR(pg_catalog.=) 'memory' AND $10 OPERATOR(pg_catalog.>) 1 THEN
+        RAISE EXCEPTION 'a policy with storage ''memory'' cannot have shards'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'The memory engine serves a hot key without a row lock: there is no queue for shards to spread.',
+                  HINT = 'Define the policy with shards => 1, or with storage => ''table''.';
+    END IF;
     -- Tokens per second, computed as the table computes them: a quotient
     -- beyond float8 (too many per microsecond, or too few per century) is
     -- reported here rather than as a bare overflow or underflow.
@@ -317,28 +337,29 @@ BEGIN
     END;
     INSERT INTO ratelimit.policies AS p
         (name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate, shards,
-         max_reserved, penalty)
-    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10, $11, $12)
+         max_reserved, penalty, storage)
+    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10, $11, $12, $13)
     ON CONFLICT (name) DO UPDATE
         SET rate = excluded.rate, per = excluded.per, burst = excluded.burst,
             initial = excluded.initial, jitter = excluded.jitter,
             fixed_window = excluded.fixed_window, window_start = excluded.window_start,
             floor_rate = excluded.floor_rate, shards = excluded.shards,
-            max_reserved = excluded.max_reserved, penalty = excluded.penalty
+            max_reserved = excluded.max_reserved, penalty = excluded.penalty,
+            storage = excluded.storage
     RETURNING p.* INTO stored;
     RETURN stored;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval) IS
-    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent; shards splits each key over that many rows for hot keys; a key may owe up to max_reserved tokens after a reservation; once a take is denied, penalty keeps the key denied that long; returns the stored policy';
-REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text) IS
+    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent; shards splits each key over that many rows for hot keys; a key may owe up to max_reserved tokens after a reservation; once a take is denied, penalty keeps the key denied that long; storage ''memory'' keeps the keys in shared memory instead of a table; returns the stored policy';
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text) FROM PUBLIC;
 DO $$
 DECLARE
     g record;
 BEGIN
     FOR g IN SELECT grantee, is_grantable FROM pg_temp.define_grants LOOP
         EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s',
-            '@extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval)'::pg_catalog.regprocedure,
+            '@extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text)'::pg_catalog.regprocedure,
             CASE WHEN g.grantee OPERATOR(pg_catalog.=) '0'::pg_catalog.oid THEN 'PUBLIC'
                  ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
             CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
@@ -353,10 +374,10 @@ DROP TABLE pg_temp.define_grants;
 -- privilege check and sees rows it should not.
 CREATE VIEW @extschema@.rate_limit_policies WITH (security_barrier) AS
 SELECT p.name, p.rate, p.per, p.burst, p.initial, p.jitter, p.fixed_window, p.window_start,
-       p.floor_rate, p.shards, p.max_reserved, p.penalty, p.tokens_per_second
+       p.floor_rate, p.shards, p.max_reserved, p.penalty, p.tokens_per_second, p.storage
   FROM ratelimit.policies AS p
  WHERE pg_catalog.has_function_privilege(
-           '@extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval)'::pg_catalog.regprocedure,
+           '@extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text)'::pg_catalog.regprocedure,
            'EXECUTE');
 COMMENT ON VIEW @extschema@.rate_limit_policies IS
     'the stored policies, shown to roles that may execute rate_limit_define';

@@ -157,6 +157,7 @@ CREATE TABLE ratelimit.policies (
     penalty_us        bigint
         GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', penalty)
                                               OPERATOR(pg_catalog.*) '1000000'::float8)::bigint) STORED,
+    storage           text COLLATE pg_catalog."C" NOT NULL DEFAULT 'table'::text,
     CONSTRAINT policies_pkey PRIMARY KEY (name),
     CONSTRAINT policies_name_check CHECK (pg_catalog.octet_length(name) OPERATOR(pg_catalog.>=) 1
                                           AND pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=) 256),
@@ -176,14 +177,18 @@ CREATE TABLE ratelimit.policies (
                                                 AND floor_rate OPERATOR(pg_catalog.<) 'Infinity'::float8
                                                 AND (floor_rate OPERATOR(pg_catalog.=) '0'::float8
                                                      OR NOT fixed_window)),
-    -- (ratelimit--0.2.0--0.3.0.sql adds max_reserved, penalty, penalty_us and
-    -- their constraints.)
+    -- (ratelimit--0.2.0--0.3.0.sql adds max_reserved, penalty, penalty_us,
+    -- storage and their constraints.)
     CONSTRAINT policies_max_reserved_check
         CHECK (max_reserved OPERATOR(pg_catalog.>=) '0'::float8
                AND max_reserved OPERATOR(pg_catalog.<) 'Infinity'::float8),
     CONSTRAINT policies_penalty_check
         CHECK (penalty_us OPERATOR(pg_catalog.>=) '0'::bigint
                AND (penalty_us OPERATOR(pg_catalog.=) '0'::bigint
+                    OR shards OPERATOR(pg_catalog.=) 1)),
+    CONSTRAINT policies_storage_check
+        CHECK (storage OPERATOR(pg_catalog.=) ANY ('{table,memory}'::text[])
+               AND (storage OPERATOR(pg_catalog.=) 'table'::text
                     OR shards OPERATOR(pg_catalog.=) 1))
 );
 REVOKE ALL ON TABLE ratelimit.policies FROM PUBLIC;
@@ -224,7 +229,8 @@ CREATE FUNCTION @extschema@.rate_limit_define(
     floor_rate   float8   DEFAULT '0',
     shards       integer  DEFAULT 1,
     max_reserved float8   DEFAULT '0',
-    penalty      interval DEFAULT NULL)
+    penalty      interval DEFAULT NULL,
+    storage      text     DEFAULT 'table')
 RETURNS ratelimit.policies
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -367,6 +373,18 @@ BEGIN
                       HINT = 'Define the policy with shards => 1, or without a penalty.';
         END IF;
     END IF;
+    IF $13 IS NULL OR NOT ($13 OPERATOR(pg_catalog.=) ANY ('{table,memory}'::text[])) THEN
+        RAISE EXCEPTION 'storage must be ''table'' or ''memory'''
+            USING ERRCODE = CASE WHEN $13 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
+                  DETAIL = pg_catalog.format('The storage given was %s.', coalesce(pg_catalog.quote_literal($13), 'NULL')),
+                  HINT = 'Pass ''table'' (the default) to keep buckets in a table, or ''memory'' to keep them in shared memory.';
+    END IF;
+    IF $13 OPERATOR(pg_catalog.=) 'memory' AND $10 OPERATOR(pg_catalog.>) 1 THEN
+        RAISE EXCEPTION 'a policy with storage ''memory'' cannot have shards'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'The memory engine serves a hot key without a row lock: there is no queue for shards to spread.',
+                  HINT = 'Define the policy with shards => 1, or with storage => ''table''.';
+    END IF;
     -- Tokens per second, computed as the table computes them: a quotient
     -- beyond float8 (too many per microsecond, or too few per century) is
     -- reported here rather than as a bare overflow or underflow.
@@ -386,21 +404,22 @@ BEGIN
     END;
     INSERT INTO ratelimit.policies AS p
         (name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate, shards,
-         max_reserved, penalty)
-    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10, $11, $12)
+         max_reserved, penalty, storage)
+    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10, $11, $12, $13)
     ON CONFLICT (name) DO UPDATE
         SET rate = excluded.rate, per = excluded.per, burst = excluded.burst,
             initial = excluded.initial, jitter = excluded.jitter,
             fixed_window = excluded.fixed_window, window_start = excluded.window_start,
             floor_rate = excluded.floor_rate, shards = excluded.shards,
-            max_reserved = excluded.max_reserved, penalty = excluded.penalty
+            max_reserved = excluded.max_reserved, penalty = excluded.penalty,
+            storage = excluded.storage
     RETURNING p.* INTO stored;
     RETURN stored;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval) IS
-    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent; shards splits each key over that many rows for hot keys; a key may owe up to max_reserved tokens after a reservation; once a take is denied, penalty keeps the key denied that long; returns the stored policy';
-REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text) IS
+    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent; shards splits each key over that many rows for hot keys; a key may owe up to max_reserved tokens after a reservation; once a take is denied, penalty keeps the key denied that long; storage ''memory'' keeps the keys in shared memory instead of a table; returns the stored policy';
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text) FROM PUBLIC;
 
 -- The policies, for whoever manages limits: rows show to the roles that may
 -- execute rate_limit_define (and to superusers), no rows to anyone else.
@@ -408,10 +427,10 @@ REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, flo
 -- privilege check and sees rows it should not.
 CREATE VIEW @extschema@.rate_limit_policies WITH (security_barrier) AS
 SELECT p.name, p.rate, p.per, p.burst, p.initial, p.jitter, p.fixed_window, p.window_start,
-       p.floor_rate, p.shards, p.max_reserved, p.penalty, p.tokens_per_second
+       p.floor_rate, p.shards, p.max_reserved, p.penalty, p.tokens_per_second, p.storage
   FROM ratelimit.policies AS p
  WHERE pg_catalog.has_function_privilege(
-           '@extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval)'::pg_catalog.regprocedure,
+           '@extschema@.rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text)'::pg_catalog.regprocedure,
            'EXECUTE');
 COMMENT ON VIEW @extschema@.rate_limit_policies IS
     'the stored policies, shown to roles that may execute rate_limit_define';

@@ -18,6 +18,7 @@ struct BucketTake; /* storage.hpp */
 constexpr uint64 kNewKeySeed = 0;                 /* the new-key lock and the latest versions */
 constexpr uint64 kJitterSeed = 0x6A6974746572ULL; /* a key's share of its policy's jitter */
 constexpr uint64 kWindowSeed = 0x77696E646F77ULL; /* where a key's fixed windows start */
+constexpr uint64 kMemorySeed = 0x6D656D6F7279ULL; /* a key's set in the memory engine */
 
 /* A 64-bit hash of bucket (name, key) under `seed`. */
 uint64 BucketHash(text *name, text *key, uint64 seed);

@@ -93,24 +93,27 @@ extern "C" {
 /*
  * Shared memory for an extension loaded by shared_preload_libraries: since 15
  * asked for from shmem_request_hook, before from _PG_init itself.
- * RlRequestShmem(request, size) installs `request` (a void function that
- * calls RequestAddinShmemSpace) or asks for `size` at once.
+ * RlRequestShmem(prev, request, size) installs `request` (a void function
+ * that calls RlChainShmemRequest(prev), then RequestAddinShmemSpace),
+ * keeping the hook it replaces in `prev` (an RlShmemRequestHook of the
+ * caller's own), or asks for `size` at once.
  */
 #if PG_VERSION_NUM >= 150000
-#define RlRequestShmem(request, size)                                                              \
+using RlShmemRequestHook = shmem_request_hook_type;
+#define RlRequestShmem(prev, request, size)                                                        \
 	do {                                                                                           \
-		rl_prev_shmem_request_hook = shmem_request_hook;                                           \
+		(prev) = shmem_request_hook;                                                               \
 		shmem_request_hook = (request);                                                            \
 	} while (0)
-#define RlChainShmemRequest()                                                                      \
+#define RlChainShmemRequest(prev)                                                                  \
 	do {                                                                                           \
-		if (rl_prev_shmem_request_hook != NULL)                                                    \
-			rl_prev_shmem_request_hook();                                                          \
+		if ((prev) != NULL)                                                                        \
+			(prev)();                                                                              \
 	} while (0)
-inline shmem_request_hook_type rl_prev_shmem_request_hook = NULL;
 #else
-#define RlRequestShmem(request, size) RequestAddinShmemSpace(size)
-#define RlChainShmemRequest()         ((void)0)
+using RlShmemRequestHook = void (*)(void);
+#define RlRequestShmem(prev, request, size) RequestAddinShmemSpace(size)
+#define RlChainShmemRequest(prev)           ((void)(prev))
 #endif
 
 /*

@@ -279,6 +279,59 @@ ReportStatsUnavailable()
 }
 
 void
+ReportMemoryUnavailable()
+{
+	ereport(
+	    ERROR,
+	    (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+	     errmsg("policies with storage 'memory' need ratelimit in \"shared_preload_libraries\""),
+	     errdetail("Before PostgreSQL 17 an extension gets shared memory only when the server "
+	               "starts, so the memory engine has no place for its buckets."),
+	     errhint("Add ratelimit to shared_preload_libraries and restart the server, or define "
+	             "the policy with storage => 'table'.")));
+	pg_unreachable();
+}
+
+void
+ReportMemoryFull(int capacity)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+	         errmsg("no room for another memory bucket"),
+	         errdetail("The memory engine holds %d buckets; the 16 places this key may use all "
+	                   "hold buckets that are not full or that open transactions took from.",
+	                   capacity),
+	         errhint("Raise ratelimit.memory_buckets and restart the server, or define the "
+	                 "policy with storage => 'table'.")));
+	pg_unreachable();
+}
+
+void
+ReportMemoryPrepare()
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+	         errmsg("cannot prepare a transaction that took from memory buckets"),
+	         errdetail("The memory engine gives a take back when its transaction aborts, and a "
+	                   "prepared transaction outlives the session that would do so."),
+	         errhint("Take from memory buckets outside the prepared transaction, or define the "
+	                 "policy with storage => 'table'.")));
+	pg_unreachable();
+}
+
+void
+ReportMixedStorage(const char *memory_name, const char *table_name)
+{
+	ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+	                errmsg("rate_limit_take_all() does not take from both storage engines at once"),
+	                errdetail("Policy \"%s\" keeps its buckets in memory and policy \"%s\" in "
+	                          "the table.",
+	                          memory_name, table_name),
+	                errhint("Give the policies the same storage, or take them in two calls.")));
+	pg_unreachable();
+}
+
+void
 ReportRecovery(const char *function, bool state_logged)
 {
 	if (state_logged)

@@ -440,6 +440,13 @@ RequireWritable(const Signature &signature)
 		ReportParallelMode(signature.function);
 }
 
+void
+RequireMemoryWritable(const Signature &signature)
+{
+	if (IsInParallelMode())
+		ReportParallelMode(signature.function);
+}
+
 namespace {
 
 constexpr ResultColumn kDecisionColumns[] = {

@@ -171,6 +171,9 @@ void CheckRequest(const core::Limit &limit, const core::Request &request, CallFo
 void RequirePrimary(const Signature &signature);
 void RequireReadable(const Signature &signature);
 void RequireWritable(const Signature &signature);
+/* A take or refund of a memory bucket: anywhere but in parallel mode (a
+ * read-only transaction and a standby included: no table is written). */
+void RequireMemoryWritable(const Signature &signature);
 
 /* The rate_limit_decision row of `decision` under `limit`, labelled `label`. */
 Datum DecisionDatum(FunctionCallInfo fcinfo, const core::Decision &decision,

@@ -13,6 +13,7 @@
 #include "pg/bucket_keys.hpp"
 #include "pg/errors.hpp"
 #include "pg/fmgr_args.hpp"
+#include "pg/memory_engine.hpp"
 #include "pg/policies.hpp"
 #include "pg/sharding.hpp"
 #include "pg/stats.hpp"
@@ -42,14 +43,29 @@ namespace ratelimit::pg {
 namespace {
 
 /* A take writes its bucket; a check only reads it, on the primary or, when
- * bucket state is logged, on a standby too. */
+ * bucket state is logged, on a standby too.  The memory engine writes no
+ * table: it works anywhere, on each server's own buckets. */
 void
-RequireFor(const Signature &signature, Operation::Kind kind)
+RequireFor(const Signature &signature, Operation::Kind kind, bool in_memory = false)
 {
-	if (kind == Operation::kTake)
-		RequireWritable(signature);
-	else
+	if (in_memory) {
+		if (kind != Operation::kCheck)
+			RequireMemoryWritable(signature);
+	} else if (kind == Operation::kCheck) {
 		RequireReadable(signature);
+	} else {
+		RequireWritable(signature);
+	}
+}
+
+/* `operation` on bucket (name, key) of `policy`, by the policy's engine. */
+core::Decision
+PolicyBucket(const Policy &policy, text *name, text *key, const core::Limit &limit,
+             const Operation &operation)
+{
+	if (policy.in_memory)
+		return DecideMemoryBucket(name, key, limit, operation);
+	return DecideBucket(name, key, limit, operation);
 }
 
 /* A call that rate_limit_stats counts (a take): attached to the counters
@@ -95,8 +111,8 @@ Datum
 PolicyDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::Kind kind)
 {
 	PolicyCall call = DecodePolicyCall(fcinfo, signature);
-	RequireFor(signature, kind);
 	Policy policy = LookupPolicy(call.name);
+	RequireFor(signature, kind, policy.in_memory);
 	core::Limit limit = PolicyLimit(policy, call.name, call.key);
 	core::Request request = PolicyRequest(policy, call.cost, call.max_wait);
 	CheckRequest(limit, request, CallForm::kPolicy);
@@ -106,7 +122,7 @@ PolicyDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::K
 		decision = ShardedDecision(call.name, call.key, policy, limit, kind, request);
 	} else {
 		Operation operation{kind, request, 0.0, policy.has_initial, policy.initial};
-		decision = DecideBucket(call.name, call.key, limit, operation);
+		decision = PolicyBucket(policy, call.name, call.key, limit, operation);
 	}
 	FinishCount(count, call.name, call.cost, decision);
 	if (policy.jitter > 0.0 && !decision.allowed)
@@ -132,7 +148,10 @@ TakeAllDecision(FunctionCallInfo fcinfo, const Signature &signature)
 {
 	TakeAllCall call = DecodeTakeAllCall(fcinfo, signature);
 	LimitList limits = ReadLimitList(call);
-	RequireWritable(signature);
+	if (AllInMemory(limits))
+		RequireMemoryWritable(signature);
+	else
+		RequireWritable(signature);
 	const TakeCount count = StartCount(true);
 	AllDecision decision = TakeAllLimits(limits, call.max_wait);
 	/* Each limit counts the call's outcome, its own cost and the call's wait. */
@@ -185,10 +204,15 @@ Datum
 rate_limit_reset(PG_FUNCTION_ARGS)
 {
 	pg::KeyCall call = pg::DecodeKeyCall(fcinfo);
+	pg::Policy policy;
+	const bool has_policy = pg::FindPolicy(call.name, &policy);
+	if (has_policy && policy.in_memory) {
+		pg::RequireMemoryWritable(pg::kResetSignature);
+		PG_RETURN_BOOL(pg::ResetMemoryBucket(call.name, call.key));
+	}
 	pg::RequireWritable(pg::kResetSignature);
 	bool existed = pg::ResetBucket(call.name, call.key);
-	pg::Policy policy;
-	if (pg::FindPolicy(call.name, &policy) && pg::ResetShards(call.name, call.key, policy))
+	if (has_policy && pg::ResetShards(call.name, call.key, policy))
 		existed = true;
 	PG_RETURN_BOOL(existed);
 }
@@ -240,8 +264,8 @@ Datum
 rate_limit_refund_policy(PG_FUNCTION_ARGS)
 {
 	pg::PolicyRefundCall call = pg::DecodePolicyRefundCall(fcinfo);
-	pg::RequireWritable(pg::kRefundPolicySignature);
 	pg::Policy policy = pg::LookupPolicy(call.name);
+	pg::RequireFor(pg::kRefundPolicySignature, pg::Operation::kRefund, policy.in_memory);
 	core::Limit limit = pg::PolicyLimit(policy, call.name, call.key);
 	core::Decision decision;
 	if (policy.shards > 1) {
@@ -249,7 +273,7 @@ rate_limit_refund_policy(PG_FUNCTION_ARGS)
 	} else {
 		pg::Operation refund{pg::Operation::kRefund, core::Request::Plain(0.0), call.amount,
 		                     policy.has_initial, policy.initial};
-		decision = pg::DecideBucket(call.name, call.key, limit, refund);
+		decision = pg::PolicyBucket(policy, call.name, call.key, limit, refund);
 	}
 	return pg::DecisionDatum(fcinfo, decision, limit, pg::PolicyLabel(policy, call.name));
 }

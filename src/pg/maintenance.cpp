@@ -24,6 +24,7 @@
 #include "pg/clock.hpp"
 #include "pg/errors.hpp"
 #include "pg/fmgr_args.hpp"
+#include "pg/memory_engine.hpp"
 #include "pg/policies.hpp"
 #include "pg/sharding.hpp"
 #include "pg/stats.hpp"
@@ -271,6 +272,13 @@ rate_limit_purge(PG_FUNCTION_ARGS)
 		if (progress.finished)
 			break;
 	}
+	/* The memory engine's buckets, judged the same way. */
+	if (pg::HasMemoryEngine()) {
+		MemoryContext outer = pg::BeginBatch(pg::kPurgeSignature, batch_context);
+		purged += pg::PurgeMemoryBuckets(scope.name, pg::Forgettable, &scope);
+		pg::CommitBatch(outer);
+		MemoryContextReset(batch_context);
+	}
 	pg::EndBatches();
 	return pg::CountResultDatum(fcinfo, pg::kPurgeSignature, purged);
 }
@@ -324,6 +332,8 @@ rate_limit_reset_limit(PG_FUNCTION_ARGS)
 			break;
 	}
 
+	if (pg::HasMemoryEngine())
+		reset += pg::ResetMemoryLimit(name);
 	ListCell *cell;
 	foreach (cell, busy) {
 		MemoryContext outer = pg::BeginBatch(pg::kResetLimitSignature, batch_context);
@@ -354,6 +364,8 @@ rate_limit_buckets(PG_FUNCTION_ARGS)
 	if (listing.set.desc->natts != pg::kBucketColumns)
 		elog(ERROR, "rate_limit_buckets must return %d columns", pg::kBucketColumns);
 	pg::VisitBuckets(call.name, pg::ListBucket, &listing);
+	if (listing.has_policy && listing.policy.in_memory)
+		pg::VisitMemoryBuckets(call.name, pg::ListBucket, &listing);
 	return (Datum)0;
 }
 

@@ -53,6 +53,7 @@ enum PolicyColumn {
 	kShards,
 	kMaxReserved,
 	kPenaltyUs,
+	kStorage,
 	kPolicyColumns
 };
 
@@ -76,7 +77,8 @@ constexpr ColumnSpec kColumns[kPolicyColumns] = {{"name", TEXTOID, false},
                                                  {"floor_per_second", FLOAT8OID, false},
                                                  {"shards", INT4OID, false},
                                                  {"max_reserved", FLOAT8OID, false, true},
-                                                 {"penalty_us", INT8OID, true, true}};
+                                                 {"penalty_us", INT8OID, true, true},
+                                                 {"storage", TEXTOID, false, true}};
 
 /* Most names cached as not defined; then the cache starts afresh, so that
  * calls with ever new names cannot grow it without bound. */
@@ -243,6 +245,18 @@ ReadPolicy(text *name, Policy *policy, bool *cacheable)
 		policy->window_start_us = null[kWindowStartUs] ? 0 : DatumGetInt64(value[kWindowStartUs]);
 		policy->shards = DatumGetInt32(value[kShards]);
 		if (policy->shards < 1 || policy->shards > kMaxShards)
+			ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "shards");
+		/* No column (before 0.3.0): the table. */
+		policy->in_memory = false;
+		if (!null[kStorage]) {
+			text *storage = DatumGetTextPP(value[kStorage]);
+			const int bytes = VARSIZE_ANY_EXHDR(storage);
+			if (bytes == 6 && memcmp(VARDATA_ANY(storage), "memory", 6) == 0)
+				policy->in_memory = true;
+			else if (bytes != 5 || memcmp(VARDATA_ANY(storage), "table", 5) != 0)
+				ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "storage");
+		}
+		if (policy->in_memory && policy->shards > 1)
 			ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "shards");
 		if (policy->fixed_window && policy->window_us <= 0)
 			ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "window_us");

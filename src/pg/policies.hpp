@@ -33,6 +33,7 @@ struct Policy {
 	bool has_window_start; /* fixed_window: windows start at window_start_us */
 	int64 window_start_us; /* otherwise each key's windows start at its hash */
 	int shards;            /* rows a key is split over (1: not split) */
+	bool in_memory;        /* storage 'memory': the memory engine keeps its buckets */
 };
 
 /* Registers the relcache callback that marks the policy cache stale. */

@@ -64,6 +64,7 @@ TakeFromShards(text *name, text *key, const Policy &policy, const core::ShardSha
 		    plan.kind == core::ShardPlan::kReserve ? request : core::Request::Plain(plan.cost[s]),
 		    policy.has_initial,
 		    share.initial,
+		    false,
 		    core::Decision{}};
 	}
 	const bool allowed = TakeAll(takes, count);

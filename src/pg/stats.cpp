@@ -64,6 +64,7 @@ bool track_stats = true;
 StatsTable *stats_table = NULL;
 bool preloaded = false;
 
+RlShmemRequestHook prev_shmem_request_hook = NULL;
 shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 Size
@@ -104,7 +105,7 @@ InitTable(void *memory)
 [[maybe_unused]] void
 RequestStatsMemory()
 {
-	RlChainShmemRequest();
+	RlChainShmemRequest(prev_shmem_request_hook);
 	RequestAddinShmemSpace(TableSize(stats_limits));
 }
 
@@ -231,7 +232,7 @@ DefineStatsSettings()
 	    "17 and later), 1000.",
 	    &stats_limits, 1000, 1, 100000, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	preloaded = true;
-	RlRequestShmem(RequestStatsMemory, TableSize(stats_limits));
+	RlRequestShmem(prev_shmem_request_hook, RequestStatsMemory, TableSize(stats_limits));
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = AttachStatsMemory;
 }

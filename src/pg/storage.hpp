@@ -68,6 +68,7 @@ struct BucketTake {
 	core::Request request;
 	bool has_initial;
 	double initial;
+	bool in_memory;          /* the policy's buckets live in memory */
 	core::Decision decision; /* out */
 };
 

@@ -10,6 +10,7 @@
 
 #include "pg/bucket_keys.hpp"
 #include "pg/errors.hpp"
+#include "pg/memory_engine.hpp"
 #include "pg/policies.hpp"
 #include "pg/storage.hpp"
 
@@ -53,8 +54,14 @@ ResolveLimit(const LimitList &list, int i, double max_wait, LimitLabel *label)
 	    PolicyRequest(policy, list.costs != NULL ? DatumGetFloat8(list.costs[i]) : 1.0, max_wait);
 	CheckRequest(limit, request, CallForm::kPolicy);
 	*label = PolicyLabel(policy, name);
-	return BucketTake{
-	    name, key, limit, request, policy.has_initial, policy.initial, core::Decision{}};
+	return BucketTake{name,
+	                  key,
+	                  limit,
+	                  request,
+	                  policy.has_initial,
+	                  policy.initial,
+	                  policy.in_memory,
+	                  core::Decision{}};
 }
 
 /* qsort_arg comparator over positions into a BucketTake array. */
@@ -143,6 +150,19 @@ ReadLimitList(const TakeAllCall &call)
 	return list;
 }
 
+bool
+AllInMemory(const LimitList &list)
+{
+	for (int i = 0; i < list.count; i++) {
+		text *name = DatumGetTextPP(list.names[i]);
+		const int bytes = VARSIZE_ANY_EXHDR(name);
+		Policy policy;
+		if (bytes < 1 || bytes > kMaxNameBytes || !FindPolicy(name, &policy) || !policy.in_memory)
+			return false;
+	}
+	return true;
+}
+
 AllDecision
 TakeAllLimits(const LimitList &list, double max_wait)
 {
@@ -156,7 +176,13 @@ TakeAllLimits(const LimitList &list, double max_wait)
 	int *bucket_of = static_cast<int *>(palloc(sizeof(int) * count));
 	int buckets = MergeRepeats(given, count, takes, bucket_of);
 
-	bool allowed = TakeAll(takes, buckets);
+	for (int b = 1; b < buckets; b++)
+		if (takes[b].in_memory != takes[0].in_memory) {
+			const BucketTake &memory = takes[b].in_memory ? takes[b] : takes[0];
+			const BucketTake &table = takes[b].in_memory ? takes[0] : takes[b];
+			ReportMixedStorage(text_to_cstring(memory.name), text_to_cstring(table.name));
+		}
+	bool allowed = takes[0].in_memory ? TakeAllMemory(takes, buckets) : TakeAll(takes, buckets);
 
 	const BucketTake &bound = takes[bucket_of[BindingLimit(takes, bucket_of, count, allowed)]];
 	Datum *remaining = static_cast<Datum *>(palloc(sizeof(Datum) * count));

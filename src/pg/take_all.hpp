@@ -31,8 +31,13 @@ LimitList ReadLimitList(const TakeAllCall &call);
  * transaction, each reserving within `max_wait` seconds (0: none) as its
  * policy allows; the binding limit is the one to wait longest for when
  * denied, the one left with the smallest share of its burst when granted.
- * A grant's retry_after is the longest wait of a reservation among them. */
+ * A grant's retry_after is the longest wait of a reservation among them.
+ * The policies must all keep their buckets in one engine (0A000). */
 AllDecision TakeAllLimits(const LimitList &list, double max_wait);
+
+/* Whether every limit of `list` is a policy whose buckets live in memory
+ * (then the call writes no table). */
+bool AllInMemory(const LimitList &list);
 
 } /* namespace ratelimit::pg */
 

@@ -51,6 +51,10 @@ constexpr const char *kStatementTimeout = "30s";
 constexpr const char *kConnectTimeout = "10";
 
 constexpr const char *kTakeSql = "SELECT allowed FROM rate_limit_take($1, $2, $3, $4, $5)";
+/* With --storage: the take of a policy defined with that storage. */
+constexpr const char *kPolicyTakeSql = "SELECT allowed FROM rate_limit_take($1, $2, $3)";
+constexpr const char *kDefineSql =
+    "SELECT rate_limit_define($1, $2, '1 second', $3, storage => $4)";
 
 /* Errors that carry no SQLSTATE get these labels in the per-code counts. */
 constexpr const char *kNoSqlstate = "no-sqlstate";
@@ -88,6 +92,7 @@ struct Options {
 	uint64_t seed = 0;
 	bool seed_given = false;
 	std::string tolerate; /* a SQLSTATE counted and printed, not failed on */
+	std::string storage;  /* "" = explicit limits; else a policy with this storage */
 };
 
 /* What one client saw.  Only its own thread writes it until join(). */
@@ -139,6 +144,8 @@ usage(FILE *out)
 	    "  --seed N             base of the per-thread random seeds (default: from pid and time)\n"
 	    "  --tolerate SQLSTATE  count errors of this SQLSTATE (e.g. 40001) and print their rate,\n"
 	    "                       without failing on them\n"
+	    "  --storage ENGINE     define policy --name with --rate per second, --burst and this\n"
+	    "                       storage (table or memory), and take by policy\n"
 	    "  --help               show this help\n"
 	    "\n"
 	    "Exit status: 0 PASS, 1 FAIL, 2 usage or connection problem.\n");
@@ -182,6 +189,7 @@ parse_options(int argc, char **argv, Options *opts)
 		kOptLowerBound,
 		kOptSeed,
 		kOptTolerate,
+		kOptStorage,
 		kOptHelp
 	};
 	static const struct option long_options[] = {
@@ -198,6 +206,7 @@ parse_options(int argc, char **argv, Options *opts)
 	    {"lower-bound", required_argument, nullptr, kOptLowerBound},
 	    {"seed", required_argument, nullptr, kOptSeed},
 	    {"tolerate", required_argument, nullptr, kOptTolerate},
+	    {"storage", required_argument, nullptr, kOptStorage},
 	    {"help", no_argument, nullptr, kOptHelp},
 	    {nullptr, 0, nullptr, 0},
 	};
@@ -229,6 +238,10 @@ parse_options(int argc, char **argv, Options *opts)
 			break;
 		case kOptTolerate:
 			opts->tolerate = optarg;
+			break;
+		case kOptStorage:
+			ok = strcmp(optarg, "table") == 0 || strcmp(optarg, "memory") == 0;
+			opts->storage = optarg;
 			break;
 		case kOptIsolation:
 			ok = false;
@@ -373,9 +386,9 @@ recover(PGconn *conn, ClientStats *stats)
 
 /* Runs the prepared take; on success sets *allowed from the single row. */
 bool
-take(PGconn *conn, ClientStats *stats, const char *const values[5], bool *allowed)
+take(PGconn *conn, ClientStats *stats, int nparams, const char *const values[5], bool *allowed)
 {
-	PGresult *res = PQexecPrepared(conn, "take", 5, values, nullptr, nullptr, 0);
+	PGresult *res = PQexecPrepared(conn, "take", nparams, values, nullptr, nullptr, 0);
 	bool ok = false;
 
 	if (res == nullptr || PQresultStatus(res) != PGRES_TUPLES_OK)
@@ -431,7 +444,7 @@ run_client(PGconn *conn, int index, const Options &opts, const std::vector<std::
 		values[1] = key_names[static_cast<size_t>(key)].c_str();
 
 		if (!run_command(conn, stats, opts.isolation->begin_sql, nullptr) ||
-		    !take(conn, stats, values, &allowed)) {
+		    !take(conn, stats, opts.storage.empty() ? 5 : 3, values, &allowed)) {
 			if (!recover(conn, stats))
 				break;
 			continue;
@@ -488,12 +501,13 @@ open_client(const Options &opts, int index)
 		return nullptr;
 	}
 	PQclear(res);
-	res = PQprepare(conn, "take", kTakeSql, 5, param_types);
+	const char *take_sql = opts.storage.empty() ? kTakeSql : kPolicyTakeSql;
+	res = PQprepare(conn, "take", take_sql, opts.storage.empty() ? 5 : 3, param_types);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		fprintf(stderr,
 		        "ratelimit_load: connection %d: cannot prepare %s: %s\n"
 		        "ratelimit_load: is the extension installed (CREATE EXTENSION ratelimit)?\n",
-		        index, kTakeSql, one_line(PQerrorMessage(conn)).c_str());
+		        index, take_sql, one_line(PQerrorMessage(conn)).c_str());
 		PQclear(res);
 		PQfinish(conn);
 		return nullptr;
@@ -542,6 +556,23 @@ main(int argc, char **argv)
 			return kExitUsage;
 		}
 		conns.push_back(conn);
+	}
+
+	/* The policy the clients take by, defined before anyone starts. */
+	if (!opts.storage.empty()) {
+		const char *values[4] = {opts.name.c_str(), params[1].c_str(), params[2].c_str(),
+		                         opts.storage.c_str()};
+		PGresult *res = PQexecParams(conns[0], kDefineSql, 4, nullptr, values, nullptr, nullptr, 0);
+		const bool ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+		if (!ok)
+			fprintf(stderr, "ratelimit_load: cannot define policy %s: %s\n", opts.name.c_str(),
+			        one_line(PQerrorMessage(conns[0])).c_str());
+		PQclear(res);
+		if (!ok) {
+			for (PGconn *c : conns)
+				PQfinish(c);
+			return kExitUsage;
+		}
 	}
 
 	StartGate gate;

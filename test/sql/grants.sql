@@ -29,7 +29,7 @@ CREATE ROLE ratelimit_grant_reset NOLOGIN;
 CREATE ROLE ratelimit_grant_refund NOLOGIN;
 CREATE ROLE ratelimit_grant_refund_explicit NOLOGIN;
 CREATE ROLE ratelimit_grant_manage NOLOGIN;
-GRANT EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval)
+GRANT EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text)
     TO ratelimit_grant_define;
 GRANT EXECUTE ON FUNCTION rate_limit_drop(text) TO ratelimit_grant_drop;
 GRANT EXECUTE ON FUNCTION rate_limit_reset(text, text) TO ratelimit_grant_reset;
@@ -37,7 +37,7 @@ GRANT EXECUTE ON FUNCTION rate_limit_refund(text, text, float8) TO ratelimit_gra
 GRANT EXECUTE ON FUNCTION rate_limit_refund(text, text, float8, float8, float8) TO ratelimit_grant_refund_explicit;
 -- as the README words it for the role that manages limits
 GRANT EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, float8,
-  float8, float8, boolean, interval, float8, integer, float8, interval), rate_limit_drop(text) TO ratelimit_grant_manage;
+  float8, float8, boolean, interval, float8, integer, float8, interval, text), rate_limit_drop(text) TO ratelimit_grant_manage;
 
 -- Each role tries every administrative call.
 CREATE TEMP TABLE calls (call text, statement text);

@@ -39,3 +39,10 @@ SET ratelimit.fixed_clock = 2000;
 CALL rate_limit_purge('pm');
 SELECT count(*) FROM ratelimit.buckets WHERE name = 'pm';
 RESET ratelimit.fixed_clock;
+
+-- The portable limiter has no memory engine: storage => 'memory' is
+-- refused and nothing is stored.
+SELECT rate_limit_define('pm-memory', 1, storage => 'memory');
+SELECT count(*) FROM rate_limit_policies WHERE name = 'pm-memory';
+SELECT (rate_limit_define('pm-table', 1, storage => 'table')).storage;
+SELECT rate_limit_drop('pm-table');

@@ -82,17 +82,17 @@ SELECT allowed, remaining FROM rate_limit_take('kept-explicit', 'k', 1, 0, 5);
 -- The grants, as they were: PUBLIC still may not define.
 SELECT a.grantee::regrole, a.privilege_type, a.is_grantable
   FROM pg_proc AS p, LATERAL aclexplode(p.proacl) AS a
- WHERE p.oid = 'rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval)'::regprocedure
+ WHERE p.oid = 'rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text)'::regprocedure
    AND a.grantee <> p.proowner
  ORDER BY 1::text;
-SELECT has_function_privilege('public', 'rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval)', 'EXECUTE')
+SELECT has_function_privilege('public', 'rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text)', 'EXECUTE')
     AS public_may_define;
 SET ROLE ratelimit_upgrade_definer;
 SELECT name, rate, burst, max_reserved FROM rate_limit_define('granted', 1, '1 minute', 3);
 RESET ROLE;
 SET ROLE ratelimit_upgrade_admin;
 SELECT name, rate, burst, max_reserved FROM rate_limit_define('granted', 2, '1 minute', 3);
-GRANT EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval)
+GRANT EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text)
     TO ratelimit_upgrade_delegate;
 RESET ROLE;
 SET ROLE ratelimit_upgrade_delegate;

@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# test/cluster/memory.sh
+#
+# The memory engine (policies with storage => 'memory') on a server that
+# preloads ratelimit, as PostgreSQL before 17 needs:
+# - test/sql/memory.sql, through pg_regress, gives expected/memory.out: the
+#   API, rollback and savepoint refunds, no transaction id and no heap write,
+#   PREPARE TRANSACTION refused, and the differential test against the
+#   table engine;
+# - the load generator, 8 clients on one key with random rollbacks, stays
+#   within the admission bound with no error at READ COMMITTED, REPEATABLE
+#   READ and SERIALIZABLE;
+# - a clean restart keeps every balance; a crash, and an immediate
+#   shutdown, empty the engine as they empty the unlogged table;
+# - a bounded engine: full buckets are evicted without changing an answer,
+#   and a new key that finds only buckets that are not full is refused
+#   with 53400, changing nothing;
+# - on a hot standby the engine works on the standby's own buckets;
+# - without preloading: before 17 a clear 55000 naming the setting, from 17
+#   the engine works all the same.
+# Starts and stops clusters of its own.
+set -euo pipefail
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/lib.sh"
+
+rl_require_install
+RL_CLUSTER_CONF="shared_preload_libraries = 'ratelimit'
+ratelimit.memory_buckets = 1024" cluster_start
+RL_FAILURES=0
+q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
+restart() {  # MODE [extra postgresql.conf line]
+    rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$RL_CLUSTER_DATA" -m "$1" -w -t 60 stop >/dev/null
+    [ -z "${2:-}" ] || printf '%s\n' "$2" | rl_as_owner tee -a "$RL_CLUSTER_DATA/postgresql.conf" >/dev/null
+    rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$RL_CLUSTER_DATA" -l "$RL_CLUSTER_DIR/server.log" \
+        -w -t 60 start >/dev/null
+}
+
+# The regression test with the library preloaded.
+pgxs=$(dirname "$("$PG_CONFIG" --pgxs)")/../..
+if "$pgxs/src/test/regress/pg_regress" --bindir="$RL_PG_BINDIR" --inputdir="$RL_ROOT/test" \
+        --outputdir="$RL_CLUSTER_DIR/regress" --dbname=memory_regress --load-extension=ratelimit \
+        memory >"$RL_CLUSTER_DIR/regress.log" 2>&1; then
+    printf 'ok: test/sql/memory.sql gives expected/memory.out\n'
+else
+    printf 'FAILED: test/sql/memory.sql with the library preloaded\n'
+    cat "$RL_CLUSTER_DIR/regress.log"
+    cat "$RL_CLUSTER_DIR/regress/regression.diffs" 2>/dev/null || true
+    RL_FAILURES=$((RL_FAILURES + 1))
+fi
+q -c "DROP DATABASE memory_regress"
+
+# Exact admission under load at every isolation level.
+load=$RL_ROOT/test/load/ratelimit_load
+[ -x "$load" ] || make -C "$RL_ROOT" -s load >/dev/null
+for level in rc rr serializable; do
+    q -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS memory_load" \
+      -c "CREATE DATABASE memory_load"
+    q -d memory_load -c "CREATE EXTENSION ratelimit"
+    out=$(PGDATABASE=memory_load timeout -k 10 180 "$load" --storage memory --clients 8 \
+          --seconds 5 --keys 1 --isolation "$level" --rollback 0.10 --rate 200 --burst 100 2>&1 || true)
+    printf '%s\n' "$out" | sed 's/^/  /'
+    if grep -Eq '^load:.*PASS[[:space:]]*$' <<<"$out"; then
+        printf 'ok: memory engine, 8 clients on one key, %s\n' "$level"
+    else
+        printf 'FAILED: memory engine, 8 clients on one key, %s\n' "$level"
+        RL_FAILURES=$((RL_FAILURES + 1))
+    fi
+done
+q -c "DROP DATABASE memory_load"
+
+# A clean restart keeps every balance; a take in a transaction that the
+# shutdown aborts is given back.  (rate 1 an hour: the balance moves by
+# less than a token while the test runs.)
+q -c "CREATE EXTENSION ratelimit" \
+  -c "SELECT rate_limit_define('life', 1, '1 hour', 10, storage => 'memory')" \
+  -c "SELECT rate_limit_define('life-table', 1, '1 hour', 10)" \
+  -c "SELECT rate_limit_take('life', 'a', 7)" \
+  -c "SELECT rate_limit_take('life', 'b', 4)" \
+  -c "SELECT rate_limit_take('life-table', 'a', 7)" >/dev/null
+(q -c "BEGIN" -c "SELECT rate_limit_take('life', 'a', 2)" -c "SELECT pg_sleep(60)" >/dev/null 2>&1 &)
+for _ in $(seq 1 100); do
+    [ "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%'")" = 1 ] && break
+    sleep 0.05
+done
+rl_expect_value "a's balance with a take in flight" 1 \
+    "SELECT floor(remaining) FROM rate_limit_check('life', 'a', 0)"
+restart fast
+rl_expect_value "a clean restart keeps a's balance, the aborted take given back" 3 \
+    "SELECT floor(remaining) FROM rate_limit_check('life', 'a', 0)"
+rl_expect_value "a clean restart keeps b's balance" 6 \
+    "SELECT floor(remaining) FROM rate_limit_check('life', 'b', 0)"
+rl_expect_value "the buckets are listed after the restart" "a,b" \
+    "SELECT string_agg(key, ',' ORDER BY key) FROM rate_limit_buckets('life')"
+[ ! -e "$RL_CLUSTER_DATA/pg_stat/ratelimit_memory.stat" ] ||
+    { printf 'FAILED: the saved buckets were not deleted once loaded\n'; RL_FAILURES=$((RL_FAILURES + 1)); }
+
+# A crash (a backend killed) empties the engine, as it empties the unlogged
+# table; so does an immediate shutdown.
+q -c "SELECT rate_limit_take('life', 'a', 1)" >/dev/null
+victim=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'")
+kill -KILL "$victim"
+for _ in $(seq 1 200); do
+    q -c "SELECT 1" >/dev/null 2>&1 && break
+    sleep 0.1
+done
+rl_expect_value "after a crash memory buckets start full" 10 \
+    "SELECT floor(remaining) FROM rate_limit_check('life', 'a', 0)"
+rl_expect_value "after a crash table buckets start full too" 10 \
+    "SELECT floor(remaining) FROM rate_limit_check('life-table', 'a', 0)"
+q -c "SELECT rate_limit_take('life', 'a', 5)" >/dev/null
+restart immediate
+rl_expect_value "after an immediate shutdown memory buckets start full" 10 \
+    "SELECT floor(remaining) FROM rate_limit_check('life', 'a', 0)"
+
+# A bounded engine: 32 places, in two sets of 16.
+restart fast "ratelimit.memory_buckets = 32"
+q -c "SELECT rate_limit_define('never', 0, '1 second', 5, storage => 'memory')" \
+  -c "SELECT rate_limit_define('quick', 1, '1 second', 1, storage => 'memory')" >/dev/null
+# Keys that never refill fill the engine, each take committed: a new key
+# is then refused, and the refusal changes nothing.
+out=$(q -v VERBOSITY=verbose -c "
+    DO \$\$ BEGIN
+        FOR i IN 1..40 LOOP
+            PERFORM rate_limit_take('never', 'n' || i, 1);
+            COMMIT;
+            RAISE NOTICE 'granted %', i;
+        END LOOP;
+    END \$\$" 2>&1 || true)
+granted=$(grep -c 'granted' <<<"$out" || true)
+rl_check "$granted >= 16 && $granted <= 32" "$granted new keys took before the engine was full (16 to 32 expected)"
+rl_expect_value "the refusal is 53400" 1 "SELECT $(grep -c 'ERROR:  53400: no room for another memory bucket' <<<"$out" || true)"
+rl_expect_value "every bucket but the refused one is there" "$granted" \
+    "SELECT count(*) FROM rate_limit_buckets('never')"
+# Full buckets give their places up without changing an answer: with the
+# fixed clock, 16 'quick' keys emptied at one instant, then 64 new keys two
+# seconds apart, each finding full buckets to evict; then every key again,
+# later: each starts full, as it would had it never been evicted.  Each
+# take commits: a bucket an open transaction took from keeps its place
+# until that transaction ends.
+q -c "CALL rate_limit_reset_limit('never')" -c "
+    CREATE PROCEDURE quick_takes(first int, last int, start float8, INOUT result text DEFAULT NULL)
+    LANGUAGE plpgsql AS \$\$
+    DECLARE
+        granted int := 0;
+        emptied int := 0;
+        d record;
+    BEGIN
+        FOR i IN first..last LOOP
+            PERFORM set_config('ratelimit.fixed_clock', (start + 2 * i)::text, false);
+            SELECT * INTO d FROM rate_limit_take('quick', 'q' || i, 1);
+            granted := granted + d.allowed::int;
+            emptied := emptied + (d.remaining = 0)::int;
+            COMMIT;
+        END LOOP;
+        result := granted || ' ' || emptied;
+    END \$\$" >/dev/null
+rl_expect_value "16 keys emptied at one instant" 16 "
+    SET ratelimit.fixed_clock = 2000000000;
+    SELECT count(*) FILTER (WHERE allowed) FROM generate_series(1, 16) AS i,
+           rate_limit_take('quick', 'q' || i, 1)"
+rl_expect_value "64 new keys, each evicting a full bucket" "64 64" \
+    "CALL quick_takes(17, 80, 2000000000)"
+rl_expect_value "every key again: each starts full" "80 80" \
+    "CALL quick_takes(1, 80, 2000001000)"
+
+# On a hot standby the engine works, on the standby's own buckets: a take
+# there is not seen on the primary, nor the primary's there.
+q -c "CALL rate_limit_reset_limit('quick')" -c "SELECT rate_limit_take('life', 'shared', 4)" >/dev/null
+standby=$RL_CLUSTER_DIR/standby
+standby_port=$(rl_pick_port)
+rl_as_owner pg_basebackup -D "$standby" -R -X stream -h "$PGHOST" -p "$PGPORT" -U postgres
+printf "\nport = %s\nhot_standby = on\n" "$standby_port" |
+    rl_as_owner tee -a "$standby/postgresql.conf" >/dev/null
+rl_at_exit "rl_as_owner '$RL_PG_BINDIR/pg_ctl' -D '$standby' -m immediate -w -t 30 stop >/dev/null 2>&1"
+rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$standby" -l "$RL_CLUSTER_DIR/standby.log" -w -t 60 start >/dev/null
+rl_expect_value "a take on the standby" "true 7" \
+    "SELECT allowed || ' ' || floor(remaining) FROM rate_limit_take('life', 'shared', 3)" -p "$standby_port"
+rl_expect_value "the standby's own balance" 7 \
+    "SELECT floor(remaining) FROM rate_limit_check('life', 'shared', 0)" -p "$standby_port"
+rl_expect_value "the primary's balance is its own" 6 \
+    "SELECT floor(remaining) FROM rate_limit_check('life', 'shared', 0)"
+rl_expect_sqlstate "a table policy on the standby still refuses" 25006 \
+    "SELECT * FROM rate_limit_take('life-table', 'a', 1)" -p "$standby_port"
+rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$standby" -m fast -w -t 30 stop >/dev/null
+
+# Without preloading.
+restart fast "shared_preload_libraries = ''"
+if [ "$RL_PG_MAJOR" -lt 17 ]; then
+    rl_expect_sqlstate "without preloading, before 17" 55000 \
+        "SELECT * FROM rate_limit_take('life', 'a', 1)"
+    rl_expect_value "the error names the setting" 1 "SELECT $(
+        psql -X -A -t -c "SELECT * FROM rate_limit_take('life', 'a', 1)" 2>&1 |
+        grep -c 'need ratelimit in "shared_preload_libraries"' || true)"
+else
+    rl_expect_value "without preloading, from 17: a dynamic shared memory segment" "true 9" \
+        "SELECT allowed || ' ' || floor(remaining) FROM rate_limit_take('life', 'a', 1)"
+fi
+
+rl_verdict memory
