@@ -14,6 +14,9 @@
  *   without waiting and without SSI predicate locks (VisitBuckets).
  * - rate_limit_stats() and its companions read and reset the per-limit
  *   counters of takes (src/pg/stats.cpp).
+ * Each covers the memory engine's buckets too (src/pg/memory_engine.cpp):
+ * purge and reset of a limit forget them at once, the listing shows a
+ * memory policy's.
  * Only plain data is alive here: a PostgreSQL error is a longjmp that skips
  * C++ destructors.
  */
@@ -355,17 +358,21 @@ Datum
 rate_limit_buckets(PG_FUNCTION_ARGS)
 {
 	pg::NameCall call = pg::DecodeNameCall(fcinfo, pg::kBucketsSignature);
-	pg::RequireReadable(pg::kBucketsSignature);
 	pg::Listing listing{};
 	listing.name = call.name;
 	listing.has_policy = pg::FindPolicy(call.name, &listing.policy);
+	/* A memory policy's buckets are in memory, on a standby too. */
+	const bool in_memory = listing.has_policy && listing.policy.in_memory;
+	if (!in_memory)
+		pg::RequireReadable(pg::kBucketsSignature);
 	listing.now = pg::ClockNow();
 	listing.set = pg::BeginResultSet(fcinfo, pg::kBucketsSignature);
 	if (listing.set.desc->natts != pg::kBucketColumns)
 		elog(ERROR, "rate_limit_buckets must return %d columns", pg::kBucketColumns);
-	pg::VisitBuckets(call.name, pg::ListBucket, &listing);
-	if (listing.has_policy && listing.policy.in_memory)
+	if (in_memory)
 		pg::VisitMemoryBuckets(call.name, pg::ListBucket, &listing);
+	else
+		pg::VisitBuckets(call.name, pg::ListBucket, &listing);
 	return (Datum)0;
 }
 

@@ -3,21 +3,29 @@
  *
  * The memory engine: a fixed table of buckets in shared memory, in sets of
  * kWays slots.  A bucket lives in the set its hash of (database, name, key)
- * picks, in any of that set's slots.  The table's size is
+ * picks, under a seed drawn when the table is created, in any of that set's
+ * slots.  Slot headers lie together, their names and keys in a separate
+ * array that a lookup reads only on a hash match.  The table's size is
  * ratelimit.memory_buckets, set when the server starts (the library in
  * shared_preload_libraries); without preloading, from PostgreSQL 17, a
  * named DSM segment of the default size, created on first use.
  *
- * Escrow accounting: a take decides on the bucket as it stands, pending
- * takes of open transactions already spent, and spends its cost at once.
- * Its transaction keeps an undo record; a commit only forgets it, an abort
- * (of the transaction or of the subtransaction that took) gives the cost
- * back.  When nobody changed the bucket since, the undo restores it
- * exactly, as a rollback of the row would; otherwise it refunds the cost
- * (capped at the burst, as a rolled-back row's refill would be).  A
- * refund, a penalty box and a reset are undone the same way.  So admission
- * is exact at every isolation level, nobody ever waits, and no transaction
- * id is taken.
+ * Escrow accounting: a slot holds the bucket as committed transactions left
+ * it and the sum of the costs of takes not yet committed (pending).  A take
+ * decides on the committed bucket refilled to now, less what is pending, as
+ * if the pending takes were spent, and adds its cost to pending.  Its
+ * transaction keeps an undo record: a commit moves the cost from pending
+ * into the committed bucket, an abort (of the transaction or of the
+ * subtransaction that took) only removes it from pending, which leaves the
+ * bucket exactly as if the take had never been.  Refill a full bucket
+ * could not hold while a take was pending is not credited when it commits:
+ * the balance is never above what the table engine would leave, and equal
+ * to it whenever no take is pending across a refill that fills the bucket.
+ * Refunds and resets, which raise a balance, take effect when their
+ * transaction commits.  A penalty box, and the first sighting of a key that
+ * starts below full, are stored at once and undone by an abort.  So
+ * admission never exceeds the table engine's at any isolation level, nobody
+ * ever waits, and no transaction id is taken.
  *
  * Locking rules
  * - Each set has a spinlock, held only for a few comparisons and the core's
@@ -25,20 +33,22 @@
  *   can raise an error or allocate runs under it; the clock is read and
  *   room for the undo record is made before it is taken.
  * - A slot some open transaction has an undo record for (holds > 0) is
- *   never evicted, so an undo always finds its slot.  generation changes
- *   whenever a slot gets another bucket; version whenever its bucket does
- *   (an exact undo restores the version it replaced).
+ *   never evicted or freed, so every record finds its slot.  generation
+ *   changes whenever a slot gets another bucket; version whenever its
+ *   committed state does.
  * - A new key takes a free slot of its set, else evicts a bucket that is
  *   full and no transaction holds (forgetting it changes no answer); when
- *   every slot of the set holds a bucket that is not full, the take is
- *   refused with 53400 and changes nothing.
+ *   every slot of the set holds a bucket that is not full, a take that
+ *   would grant is refused with 53400 and changes nothing (a denial is
+ *   returned without storing what it would have stored).
  * - Listing, purge and reset of a whole limit copy a set's slots out under
  *   its spinlock and work on the copies; purge frees a slot only if its
- *   version is still the one it judged.
+ *   version is still the one it judged and no transaction holds it.
  * - A clean shutdown (preloaded only) saves every bucket that is not full
- *   to pg_stat/ratelimit_memory.stat; the next start loads and deletes it.
- *   After a crash or an immediate shutdown nothing is saved, and the
- *   buckets start afresh, as ratelimit.buckets, being unlogged, does.
+ *   to pg_stat/ratelimit_memory.stat; the next start loads and deletes it,
+ *   if the control file says that shutdown was clean.  After a crash or an
+ *   immediate shutdown nothing is saved, and the buckets start afresh, as
+ *   ratelimit.buckets, being unlogged, does.
  */
 #include "pg/memory_engine.hpp"
 
@@ -59,9 +69,12 @@ namespace {
 /* Slots of one set: where one key may live. */
 constexpr int kWays = 16;
 
+/* The room a slot's name and key take in the text array. */
+constexpr int kTextBytes = kMaxNameBytes + kMaxKeyBytes;
+
 struct Slot {
 	bool used;
-	bool absent;    /* reset in an open transaction: the key counts as never seen */
+	bool absent;    /* reset: the key counts as never seen (its pending takes stay) */
 	bool remembers; /* starts below full: forgetting it would change answers */
 	int holds;      /* undo records of open transactions */
 	uint32 generation;
@@ -71,9 +84,9 @@ struct Slot {
 	int name_bytes;
 	int key_bytes;
 	double start_tokens; /* what the key starts with when it is new */
+	double pending;      /* costs of takes not yet committed */
 	core::Limit limit;   /* as last used: whether it is full, how it refills */
-	core::Bucket bucket;
-	char text[kMaxNameBytes + kMaxKeyBytes]; /* the name, then the key */
+	core::Bucket bucket; /* as committed */
 };
 
 struct Set {
@@ -84,13 +97,15 @@ struct Set {
 struct MemoryTable {
 	int sets;
 	int capacity;
+	uint64 seed; /* of the set a key hashes to: unknown outside the server */
+	Size texts;  /* offset of the text array */
 	Set set[FLEXIBLE_ARRAY_MEMBER];
 };
 
 constexpr const char *kSegmentName = "ratelimit_memory";
 constexpr const char *kSaveFile = "pg_stat/ratelimit_memory.stat";
 constexpr const char *kSaveTempFile = "pg_stat/ratelimit_memory.tmp";
-constexpr uint32 kSaveMagic = 0x524C4D31; /* "RLM1" */
+constexpr uint32 kSaveMagic = 0x524C4D32; /* "RLM2" */
 
 /* Settings. */
 int memory_buckets = 10000;
@@ -101,37 +116,63 @@ bool preloaded = false;
 RlShmemRequestHook prev_shmem_request_hook = NULL;
 shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-/* What an abort gives back. */
+/* What an open transaction did to a slot, to finish at commit or undo at
+ * abort. */
 struct UndoRecord {
 	int set;
 	int way;
 	uint32 generation;
-	uint64 version_before;
-	uint64 version_after;
+	uint64 version_after; /* the committed state it left */
 	SubTransactionId subxact;
-	bool created; /* the slot was claimed for this change */
-	bool prior_absent;
-	core::Bucket prior;
-	double delta; /* tokens to add back when the bucket changed since */
+	double pending;         /* a take's cost, pending until commit */
+	double refund;          /* a refund, applied at commit */
+	bool refunds;           /* a refund was made (of `refund` tokens, maybe 0) */
+	bool exact;             /* nothing else was pending: at commit, `next` is the bucket */
+	core::Bucket next;      /* the bucket the take or refund decided, as the table stores it */
+	TimestampTz at;         /* when it was decided */
+	bool reset;             /* a reset, applied at commit */
+	bool created;           /* a first sighting stored: gone if the abort finds it unchanged */
+	bool boxed;             /* a penalty box started: lifted if the abort finds it unchanged */
+	int64 prior_blocked_us; /* boxed: the box before */
+	int64 boxed_until_us;   /* boxed: the box set */
 };
 
 UndoRecord *undo = NULL;
 int undo_count = 0;
 int undo_capacity = 0;
 
+int
+SetsFor(int capacity)
+{
+	return (capacity + kWays - 1) / kWays;
+}
+
 Size
 TableSize(int capacity)
 {
-	const int sets = (capacity + kWays - 1) / kWays;
-	return add_size(offsetof(MemoryTable, set), mul_size(sets, sizeof(Set)));
+	const Size sets = SetsFor(capacity);
+	const Size headers =
+	    MAXALIGN(add_size(offsetof(MemoryTable, set), mul_size(sets, sizeof(Set))));
+	return add_size(headers, mul_size(mul_size(sets, kWays), kTextBytes));
+}
+
+char *
+TextOf(MemoryTable *table, int set, int way)
+{
+	return reinterpret_cast<char *>(table) + table->texts +
+	       (static_cast<Size>(set) * kWays + way) * kTextBytes;
 }
 
 void
 InitTable(void *memory)
 {
 	MemoryTable *table = static_cast<MemoryTable *>(memory);
-	table->sets = (memory_buckets + kWays - 1) / kWays;
+	table->sets = SetsFor(memory_buckets);
 	table->capacity = table->sets * kWays;
+	table->texts =
+	    MAXALIGN(add_size(offsetof(MemoryTable, set), mul_size(table->sets, sizeof(Set))));
+	if (!pg_strong_random(&table->seed, sizeof(table->seed)))
+		table->seed = static_cast<uint64>(GetCurrentTimestamp()) ^ static_cast<uint64>(MyProcPid);
 	for (int s = 0; s < table->sets; s++) {
 		SpinLockInit(&table->set[s].mutex);
 		for (int w = 0; w < kWays; w++) {
@@ -145,21 +186,12 @@ InitTable(void *memory)
 }
 
 uint64
-SlotHash(Oid database, const char *name, int name_bytes, const char *key, int key_bytes)
+SlotHash(uint64 seed, Oid database, const char *name, int name_bytes, const char *key,
+         int key_bytes)
 {
 	uint64 hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(name), name_bytes,
-	                                  kMemorySeed ^ database);
+	                                  seed ^ database);
 	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(key), key_bytes, hash);
-}
-
-bool
-SlotIs(const Slot &slot, uint64 hash, Oid database, const char *name, int name_bytes,
-       const char *key, int key_bytes)
-{
-	return slot.used && slot.hash == hash && slot.database == database &&
-	       slot.name_bytes == name_bytes && slot.key_bytes == key_bytes &&
-	       memcmp(slot.text, name, name_bytes) == 0 &&
-	       memcmp(slot.text + name_bytes, key, key_bytes) == 0;
 }
 
 /* Whether `slot` may be given to another bucket at `now`. */
@@ -173,18 +205,18 @@ Evictable(const Slot &slot, TimestampTz now)
 	return slot.absent || (!slot.remembers && core::IsFull(slot.bucket, slot.limit, now));
 }
 
-/* A slot of `set` for a new bucket: a free one, else one whose bucket can
- * be forgotten; NULL if none.  Under the set's spinlock. */
-Slot *
-ClaimSlot(Set *set, TimestampTz now)
+/* The way of `set` for a new bucket: a free one, else one whose bucket can
+ * be forgotten; -1 if none.  Under the set's spinlock. */
+int
+ClaimWay(Set *set, TimestampTz now)
 {
 	for (int w = 0; w < kWays; w++)
 		if (!set->slots[w].used)
-			return &set->slots[w];
+			return w;
 	for (int w = 0; w < kWays; w++)
 		if (Evictable(set->slots[w], now))
-			return &set->slots[w];
-	return NULL;
+			return w;
+	return -1;
 }
 
 void LoadSavedBuckets(MemoryTable *table);
@@ -251,70 +283,99 @@ ReserveUndo()
 	undo_capacity = capacity;
 }
 
-/* Records, under the set's spinlock, that the caller's subtransaction
- * changed `slot` from `prior` (`prior_absent`, `version_before`); `delta`
- * is what to add back if the bucket changes again before the abort. */
-void
-PushUndo(MemoryTable *table, Set *set, Slot *slot, bool created, bool prior_absent,
-         const core::Bucket &prior, uint64 version_before, double delta)
+/* A new undo record for `way` of set `set`, which the caller then fills;
+ * under the set's spinlock, after ReserveUndo. */
+UndoRecord &
+PushUndo(MemoryTable *table, int set, int way)
 {
+	Slot &slot = table->set[set].slots[way];
 	UndoRecord &record = undo[undo_count++];
-	record.set = static_cast<int>(set - table->set);
-	record.way = static_cast<int>(slot - set->slots);
-	record.generation = slot->generation;
-	record.version_before = version_before;
-	record.version_after = slot->version;
+	record = UndoRecord{};
+	record.set = set;
+	record.way = way;
+	record.generation = slot.generation;
 	record.subxact = GetCurrentSubTransactionId();
-	record.created = created;
-	record.prior_absent = prior_absent;
-	record.prior = prior;
-	record.delta = delta;
-	slot->holds++;
+	slot.holds++;
+	return record;
 }
 
-/* Ends the undo record on top: undoes it when `abort`, else only lets go
- * of its slot. */
-void
-PopUndo(bool abort, TimestampTz now)
+/* The committed bucket of `slot` at `now`, materialized if it was reset. */
+core::Bucket
+Committed(const Slot &slot, TimestampTz now)
 {
-	const UndoRecord record = undo[--undo_count];
+	if (!slot.absent)
+		return slot.bucket;
+	core::Bucket fresh = core::FullBucket(slot.limit, now);
+	fresh.tokens = slot.start_tokens;
+	return fresh;
+}
+
+/* Finishes `record`: at commit its take leaves the committed bucket and
+ * its refund or reset takes effect; at abort whatever it changed is undone. */
+void
+FinishRecord(const UndoRecord &record, bool commit, TimestampTz now)
+{
 	Set *set = &memory_table->set[record.set];
 	SpinLockAcquire(&set->mutex);
 	Slot &slot = set->slots[record.way];
 	if (slot.used && slot.generation == record.generation) {
 		slot.holds--;
-		if (abort && slot.version == record.version_after) {
-			/* Nobody changed it since: as if this change never was. */
-			if (record.created) {
+		slot.pending -= record.pending;
+		if (slot.holds == 0)
+			slot.pending = 0.0; /* no rounding left behind */
+		if (commit) {
+			if (record.pending > 0.0 || record.refund > 0.0 || record.refunds) {
+				if (record.exact && slot.version == record.version_after && !slot.absent) {
+					/* Decided on the committed bucket, which nothing has
+					 * changed since: what it decided, as the table stores it. */
+					slot.bucket = record.next;
+				} else {
+					/* Taken from the bucket as it was then; refill it could
+					 * not hold since is not credited. */
+					slot.bucket = core::Refill(Committed(slot, now), slot.limit, record.at);
+					slot.bucket.tokens -= record.pending;
+					if (record.refund > 0.0)
+						slot.bucket =
+						    core::Refund(slot.bucket, slot.limit, record.refund, now).next;
+				}
+				slot.absent = false;
+				slot.version++;
+			}
+			if (record.reset) {
+				slot.absent = true;
+				slot.version++;
+			}
+		} else {
+			const bool unchanged = slot.version == record.version_after;
+			if (record.boxed && slot.bucket.blocked_until_us == record.boxed_until_us) {
+				slot.bucket.blocked_until_us = record.prior_blocked_us;
+				slot.version++;
+			}
+			if (record.created && unchanged && slot.holds == 0)
 				slot.used = false;
-			} else {
-				slot.bucket = record.prior;
-				slot.absent = record.prior_absent;
-			}
-			slot.version = record.version_before;
-		} else if (abort && record.delta != 0.0) {
-			if (record.delta > 0.0) {
-				slot.bucket = core::Refund(slot.bucket, slot.limit, record.delta, now).next;
-			} else {
-				slot.bucket = core::Refill(slot.bucket, slot.limit, now);
-				slot.bucket.tokens += record.delta;
-			}
-			slot.version++;
 		}
 	}
 	SpinLockRelease(&set->mutex);
 }
 
 /* Ends the undo records of subtransaction `subxact` and of those inside
- * it (the newest ones). */
+ * it (the newest ones): committed oldest first, undone newest first. */
 void
-EndUndo(bool abort, SubTransactionId subxact)
+EndUndo(bool commit, SubTransactionId subxact)
 {
 	if (undo_count == 0)
 		return;
 	const TimestampTz now = ClockNow();
-	while (undo_count > 0 && undo[undo_count - 1].subxact >= subxact)
-		PopUndo(abort, now);
+	int first = undo_count;
+	while (first > 0 && undo[first - 1].subxact >= subxact)
+		first--;
+	if (commit)
+		for (int i = first; i < undo_count; i++)
+			FinishRecord(undo[i], true, now);
+	else
+		for (int i = undo_count - 1; i >= first; i--)
+			FinishRecord(undo[i], false, now);
+	undo_count = first;
 }
 
 void
@@ -323,11 +384,11 @@ MemoryXactCallback(XactEvent event, void *)
 	switch (event) {
 	case XACT_EVENT_COMMIT:
 	case XACT_EVENT_PARALLEL_COMMIT:
-		EndUndo(false, InvalidSubTransactionId);
+		EndUndo(true, InvalidSubTransactionId);
 		break;
 	case XACT_EVENT_ABORT:
 	case XACT_EVENT_PARALLEL_ABORT:
-		EndUndo(true, InvalidSubTransactionId);
+		EndUndo(false, InvalidSubTransactionId);
 		break;
 	case XACT_EVENT_PRE_PREPARE:
 		if (undo_count > 0)
@@ -342,7 +403,7 @@ void
 MemorySubXactCallback(SubXactEvent event, SubTransactionId subxact, SubTransactionId parent, void *)
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB) {
-		EndUndo(true, subxact);
+		EndUndo(false, subxact);
 	} else if (event == SUBXACT_EVENT_COMMIT_SUB) {
 		/* Its changes are its parent's now. */
 		for (int i = undo_count - 1; i >= 0 && undo[i].subxact >= subxact; i--)
@@ -361,17 +422,18 @@ NewBucket(const core::Limit &limit, const Operation &operation, TimestampTz now)
 	return fresh;
 }
 
-/* The core's answer for `operation` on `bucket`, and whether it is stored. */
+/* The core's answer for `operation` on `bucket` (pending takes spent),
+ * and whether a grant or a stored denial follows. */
 core::Decision
 Evaluate(const Operation &operation, const core::Bucket &bucket, const core::Limit &limit,
-         TimestampTz now, bool is_new, bool *store)
+         TimestampTz now)
 {
 	core::Decision decision;
 	switch (operation.kind) {
 	case Operation::kRefund:
-		decision = core::Refund(bucket, limit, operation.amount, now);
-		*store = decision.write;
-		return decision;
+		return core::Refund(bucket, limit, operation.amount, now);
+	case Operation::kRecordNew:
+		return core::Decide(bucket, limit, core::Request::Plain(0.0), now);
 	case Operation::kPenalize:
 		/* The call as a whole was denied: only a denial that starts a
 		 * penalty box is stored. */
@@ -380,18 +442,8 @@ Evaluate(const Operation &operation, const core::Bucket &bucket, const core::Lim
 			decision.allowed = false;
 			decision.write = false;
 		}
-		*store = decision.write;
-		return decision;
-	case Operation::kTake:
-		decision = core::Decide(bucket, limit, operation.request, now);
-		*store = decision.write || (is_new && StartsBelowFull(operation, limit));
-		return decision;
-	case Operation::kRecordNew:
-		decision = core::Decide(bucket, limit, core::Request::Plain(0.0), now);
-		*store = is_new && StartsBelowFull(operation, limit);
 		return decision;
 	default:
-		*store = false;
 		return core::Decide(bucket, limit, operation.request, now);
 	}
 }
@@ -403,74 +455,89 @@ struct BucketName {
 	const char *key;
 	int key_bytes;
 	uint64 hash;
+	int set;
 };
 
 BucketName
-NameOf(text *name, text *key)
+NameOf(MemoryTable *table, text *name, text *key)
 {
 	BucketName id;
 	id.name = VARDATA_ANY(name);
 	id.name_bytes = VARSIZE_ANY_EXHDR(name);
 	id.key = VARDATA_ANY(key);
 	id.key_bytes = VARSIZE_ANY_EXHDR(key);
-	id.hash = SlotHash(MyDatabaseId, id.name, id.name_bytes, id.key, id.key_bytes);
+	id.hash = SlotHash(table->seed, MyDatabaseId, id.name, id.name_bytes, id.key, id.key_bytes);
+	id.set = static_cast<int>(id.hash % static_cast<uint64>(table->sets));
 	return id;
 }
 
-Slot *
-FindSlot(Set *set, const BucketName &id)
+/* The way of bucket `id` in its set, or -1.  Under the set's spinlock. */
+int
+FindWay(MemoryTable *table, const BucketName &id)
 {
-	for (int w = 0; w < kWays; w++)
-		if (SlotIs(set->slots[w], id.hash, MyDatabaseId, id.name, id.name_bytes, id.key,
-		           id.key_bytes))
-			return &set->slots[w];
-	return NULL;
+	Set *set = &table->set[id.set];
+	for (int w = 0; w < kWays; w++) {
+		const Slot &slot = set->slots[w];
+		if (!slot.used || slot.hash != id.hash || slot.database != MyDatabaseId ||
+		    slot.name_bytes != id.name_bytes || slot.key_bytes != id.key_bytes)
+			continue;
+		const char *text = TextOf(table, id.set, w);
+		if (memcmp(text, id.name, id.name_bytes) == 0 &&
+		    memcmp(text + id.name_bytes, id.key, id.key_bytes) == 0)
+			return w;
+	}
+	return -1;
 }
 
-/* A copy of a slot, taken under its set's spinlock. */
+/* A copy of a slot and its text, taken under its set's spinlock. */
 struct SlotCopy {
 	int way;
-	uint32 generation;
-	uint64 version;
 	Slot slot;
+	char text[kTextBytes];
 };
 
-/* Copies the slots of `set` that belong to this database (and to `name`,
+/* Copies the slots of set `s` that belong to this database (and to `name`,
  * unless NULL) into `copies`; returns how many. */
 int
-CopySlots(Set *set, text *name, SlotCopy *copies)
+CopySlots(MemoryTable *table, int s, text *name, SlotCopy *copies)
 {
 	const char *name_data = name != NULL ? VARDATA_ANY(name) : NULL;
 	const int name_bytes = name != NULL ? VARSIZE_ANY_EXHDR(name) : 0;
+	Set *set = &table->set[s];
 	int count = 0;
 	SpinLockAcquire(&set->mutex);
 	for (int w = 0; w < kWays; w++) {
 		const Slot &slot = set->slots[w];
 		if (!slot.used || slot.database != MyDatabaseId)
 			continue;
+		const char *text = TextOf(table, s, w);
 		if (name != NULL &&
-		    (slot.name_bytes != name_bytes || memcmp(slot.text, name_data, name_bytes) != 0))
+		    (slot.name_bytes != name_bytes || memcmp(text, name_data, name_bytes) != 0))
 			continue;
 		copies[count].way = w;
-		copies[count].generation = slot.generation;
-		copies[count].version = slot.version;
 		copies[count].slot = slot;
+		memcpy(copies[count].text, text, slot.name_bytes + slot.key_bytes);
 		count++;
 	}
 	SpinLockRelease(&set->mutex);
 	return count;
 }
 
-/* A copied slot as a sweep or a listing sees it (texts palloc'd). */
+/* A copied slot as a sweep or a listing sees it (texts palloc'd): its
+ * balance refilled to now, pending takes spent. */
 StoredBucket
-StoredOf(const Slot &slot, TimestampTz now)
+StoredOf(const SlotCopy &copy, TimestampTz now)
 {
 	StoredBucket row;
-	row.name = cstring_to_text_with_len(slot.text, slot.name_bytes);
-	row.key = cstring_to_text_with_len(slot.text + slot.name_bytes, slot.key_bytes);
-	row.bucket = slot.bucket;
+	row.name = cstring_to_text_with_len(copy.text, copy.slot.name_bytes);
+	row.key = cstring_to_text_with_len(copy.text + copy.slot.name_bytes, copy.slot.key_bytes);
+	row.bucket = copy.slot.bucket;
+	if (copy.slot.pending > 0.0) {
+		row.bucket = core::Refill(copy.slot.bucket, copy.slot.limit, now);
+		row.bucket.tokens -= copy.slot.pending;
+	}
 	const core::Decision look =
-	    core::Decide(slot.bucket, slot.limit, core::Request::Plain(0.0), now);
+	    core::Decide(row.bucket, copy.slot.limit, core::Request::Plain(0.0), now);
 	row.full_at = core::FullAtMicros(look, now);
 	return row;
 }
@@ -493,6 +560,13 @@ struct SavedBucket {
 	double start_tokens;
 	core::Limit limit;
 	core::Bucket bucket;
+};
+
+/* The file's header: a layout that changes makes an older file unreadable. */
+struct SavedHeader {
+	uint32 magic;
+	uint32 bucket_bytes; /* sizeof(SavedBucket) */
+	int32 count;
 };
 
 /* Whether forgetting `slot` would change an answer. */
@@ -525,13 +599,11 @@ SaveBuckets(int code, Datum)
 		return;
 	}
 	const TimestampTz now = GetCurrentTimestamp();
-	int32 count = 0;
+	SavedHeader header{kSaveMagic, sizeof(SavedBucket), 0};
 	for (int s = 0; s < memory_table->sets; s++)
 		for (int w = 0; w < kWays; w++)
-			count += WorthSaving(memory_table->set[s].slots[w], now);
-	const uint32 magic = kSaveMagic;
-	bool ok =
-	    fwrite(&magic, sizeof(magic), 1, file) == 1 && fwrite(&count, sizeof(count), 1, file) == 1;
+			header.count += WorthSaving(memory_table->set[s].slots[w], now);
+	bool ok = fwrite(&header, sizeof(header), 1, file) == 1;
 	for (int s = 0; ok && s < memory_table->sets; s++)
 		for (int w = 0; ok && w < kWays; w++) {
 			const Slot &slot = memory_table->set[s].slots[w];
@@ -539,9 +611,9 @@ SaveBuckets(int code, Datum)
 				continue;
 			SavedBucket saved{slot.database,     slot.name_bytes, slot.key_bytes, slot.remembers,
 			                  slot.start_tokens, slot.limit,      slot.bucket};
+			const size_t bytes = slot.name_bytes + slot.key_bytes;
 			ok = fwrite(&saved, sizeof(saved), 1, file) == 1 &&
-			     fwrite(slot.text, 1, slot.name_bytes + slot.key_bytes, file) ==
-			         static_cast<size_t>(slot.name_bytes + slot.key_bytes);
+			     fwrite(TextOf(memory_table, s, w), 1, bytes, file) == bytes;
 		}
 	if (FreeFile(file) != 0)
 		ok = false;
@@ -564,14 +636,17 @@ LoadSavedBuckets(MemoryTable *table)
 			              errmsg("could not read file \"%s\": %m", kSaveFile)));
 		return;
 	}
-	uint32 magic = 0;
-	int32 count = 0;
+	/* Saved at the last shutdown only if it was clean: otherwise the file
+	 * is older than what happened since, and the buckets start afresh. */
+	SavedHeader header;
+	bool ok = ShutdownWasClean() && fread(&header, sizeof(header), 1, file) == 1 &&
+	          header.magic == kSaveMagic && header.bucket_bytes == sizeof(SavedBucket) &&
+	          header.count >= 0;
 	int32 loaded = 0;
-	bool ok = fread(&magic, sizeof(magic), 1, file) == 1 && magic == kSaveMagic &&
-	          fread(&count, sizeof(count), 1, file) == 1 && count >= 0;
-	for (int32 i = 0; ok && i < count; i++) {
+	int32 read = 0;
+	for (; ok && read < header.count; read++) {
 		SavedBucket saved;
-		char text[kMaxNameBytes + kMaxKeyBytes];
+		char text[kTextBytes];
 		ok = fread(&saved, sizeof(saved), 1, file) == 1 && saved.name_bytes >= 0 &&
 		     saved.name_bytes <= kMaxNameBytes && saved.key_bytes >= 0 &&
 		     saved.key_bytes <= kMaxKeyBytes &&
@@ -579,37 +654,40 @@ LoadSavedBuckets(MemoryTable *table)
 		         static_cast<size_t>(saved.name_bytes + saved.key_bytes);
 		if (!ok)
 			break;
-		const uint64 hash = SlotHash(saved.database, text, saved.name_bytes,
+		const uint64 hash = SlotHash(table->seed, saved.database, text, saved.name_bytes,
 		                             text + saved.name_bytes, saved.key_bytes);
-		Set *set = &table->set[hash % static_cast<uint64>(table->sets)];
-		Slot *slot = NULL;
-		for (int w = 0; w < kWays && slot == NULL; w++)
-			if (!set->slots[w].used)
-				slot = &set->slots[w];
-		if (slot == NULL)
+		const int s = static_cast<int>(hash % static_cast<uint64>(table->sets));
+		int way = -1;
+		for (int w = 0; w < kWays && way < 0; w++)
+			if (!table->set[s].slots[w].used)
+				way = w;
+		if (way < 0)
 			continue; /* a smaller table than before: no room */
-		slot->used = true;
-		slot->absent = false;
-		slot->remembers = saved.remembers;
-		slot->hash = hash;
-		slot->database = saved.database;
-		slot->name_bytes = saved.name_bytes;
-		slot->key_bytes = saved.key_bytes;
-		slot->start_tokens = saved.start_tokens;
-		slot->limit = saved.limit;
-		slot->bucket = saved.bucket;
-		memcpy(slot->text, text, saved.name_bytes + saved.key_bytes);
+		Slot &slot = table->set[s].slots[way];
+		slot.used = true;
+		slot.absent = false;
+		slot.remembers = saved.remembers;
+		slot.hash = hash;
+		slot.database = saved.database;
+		slot.name_bytes = saved.name_bytes;
+		slot.key_bytes = saved.key_bytes;
+		slot.start_tokens = saved.start_tokens;
+		slot.pending = 0.0;
+		slot.limit = saved.limit;
+		slot.bucket = saved.bucket;
+		memcpy(TextOf(table, s, way), text, saved.name_bytes + saved.key_bytes);
 		loaded++;
 	}
 	FreeFile(file);
 	if (!ok)
-		ereport(LOG, (errmsg("file \"%s\" is damaged: %d of its memory buckets loaded", kSaveFile,
-		                     loaded)));
-	if (loaded < count)
-		ereport(LOG, (errmsg("%d of the %d memory buckets in \"%s\" found no room", count - loaded,
-		                     count, kSaveFile)));
+		ereport(LOG, (errmsg("memory buckets in \"%s\" not loaded from the %dth on: the file is "
+		                     "damaged, or from another version or an unclean shutdown",
+		                     kSaveFile, read + 1)));
+	else if (loaded < header.count)
+		ereport(LOG, (errmsg("%d of the %d memory buckets in \"%s\" found no room",
+		                     header.count - loaded, header.count, kSaveFile)));
 	/* Loaded once: after a crash the buckets start afresh. */
-	unlink(kSaveFile);
+	(void)durable_unlink(kSaveFile, LOG);
 }
 
 } /* namespace */
@@ -644,52 +722,95 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 {
 	MemoryTable *table = RequireTable();
 	ReserveUndo();
-	const BucketName id = NameOf(name, key);
+	const BucketName id = NameOf(table, name, key);
 	const TimestampTz now = ClockNow();
-	Set *set = &table->set[id.hash % static_cast<uint64>(table->sets)];
+	Set *set = &table->set[id.set];
 
 	SpinLockAcquire(&set->mutex);
-	Slot *slot = FindSlot(set, id);
+	int way = FindWay(table, id);
+	Slot *slot = way >= 0 ? &set->slots[way] : NULL;
 	const bool is_new = slot == NULL || slot->absent;
-	const core::Bucket stored = is_new ? NewBucket(limit, operation, now) : slot->bucket;
-	bool store;
-	const core::Decision decision = Evaluate(operation, stored, limit, now, is_new, &store);
-	if (!store) {
+	/* The committed bucket, pending takes spent: refilled to now first when
+	 * any are pending (refill is counted on what is committed). */
+	const double pending = slot != NULL ? slot->pending : 0.0;
+	const core::Bucket committed = is_new ? NewBucket(limit, operation, now) : slot->bucket;
+	core::Bucket seen = committed;
+	if (pending > 0.0) {
+		seen = core::Refill(committed, limit, now);
+		seen.tokens -= pending;
+	}
+	const core::Decision decision = Evaluate(operation, seen, limit, now);
+
+	const bool take =
+	    operation.kind == Operation::kTake && decision.allowed && operation.request.cost > 0.0;
+	/* A refund that changes nothing but the refill stamp is stored too, as
+	 * the table stores it, so that later refill counts from the same point. */
+	const bool refund = operation.kind == Operation::kRefund && decision.write;
+	const bool boxed = decision.next.blocked_until_us != seen.blocked_until_us;
+	const bool sighting =
+	    is_new && StartsBelowFull(operation, limit) &&
+	    (operation.kind == Operation::kTake || operation.kind == Operation::kRecordNew);
+	if (operation.kind == Operation::kCheck || operation.kind == Operation::kPeek ||
+	    (!take && !refund && !boxed && !sighting)) {
 		SpinLockRelease(&set->mutex);
 		return decision;
 	}
 	const bool created = slot == NULL;
 	if (created) {
-		slot = ClaimSlot(set, now);
-		if (slot == NULL) {
+		way = ClaimWay(set, now);
+		if (way < 0) {
 			SpinLockRelease(&set->mutex);
-			ReportMemoryFull(table->capacity);
+			/* Only a grant needs the room; a denial is answered without
+			 * storing what it would have. */
+			if (take || refund)
+				ReportMemoryFull(table->capacity);
+			return decision;
 		}
+		slot = &set->slots[way];
 		slot->used = true;
 		slot->holds = 0;
+		slot->pending = 0.0;
 		slot->generation++;
 		slot->hash = id.hash;
 		slot->database = MyDatabaseId;
 		slot->name_bytes = id.name_bytes;
 		slot->key_bytes = id.key_bytes;
-		memcpy(slot->text, id.name, id.name_bytes);
-		memcpy(slot->text + id.name_bytes, id.key, id.key_bytes);
+		char *text = TextOf(table, id.set, way);
+		memcpy(text, id.name, id.name_bytes);
+		memcpy(text + id.name_bytes, id.key, id.key_bytes);
 	}
-	const bool prior_absent = !created && slot->absent;
-	const core::Bucket prior = slot->bucket;
-	const uint64 version_before = slot->version;
-	slot->absent = false;
 	slot->remembers = StartsBelowFull(operation, limit);
 	slot->start_tokens = operation.has_initial ? operation.initial : limit.burst;
 	slot->limit = limit;
-	slot->bucket = decision.next;
-	slot->version++;
-	double delta = 0.0;
-	if (operation.kind == Operation::kTake && decision.allowed)
-		delta = operation.request.cost;
-	else if (operation.kind == Operation::kRefund)
-		delta = -decision.refunded;
-	PushUndo(table, set, slot, created, prior_absent, prior, version_before, delta);
+	UndoRecord &record = PushUndo(table, id.set, way);
+	/* A first sighting, a key reset before, or a penalty box is stored
+	 * now (a box only ever on a denial, so with nothing pending of its
+	 * own); a take or refund waits for its commit. */
+	const int64 prior_blocked = committed.blocked_until_us;
+	if (is_new || boxed) {
+		slot->bucket = committed;
+		slot->absent = false;
+		slot->version++;
+	}
+	if (boxed) {
+		slot->bucket.blocked_until_us = decision.next.blocked_until_us;
+		record.boxed = true;
+		record.prior_blocked_us = prior_blocked;
+		record.boxed_until_us = decision.next.blocked_until_us;
+	}
+	if (take) {
+		slot->pending += operation.request.cost;
+		record.pending = operation.request.cost;
+	}
+	if (refund) {
+		record.refunds = true;
+		record.refund = decision.refunded;
+	}
+	record.exact = pending == 0.0;
+	record.next = decision.next;
+	record.at = now;
+	record.created = created || is_new;
+	record.version_after = slot->version;
 	SpinLockRelease(&set->mutex);
 	return decision;
 }
@@ -726,7 +847,7 @@ TakeAllMemory(BucketTake *takes, int count)
 		 * decide again on what is left. */
 		const TimestampTz now = ClockNow();
 		while (undo_count > mark)
-			PopUndo(true, now);
+			FinishRecord(undo[--undo_count], false, now);
 		for (int i = 0; i < count; i++)
 			takes[i].decision = MemoryTake(takes[i], Operation::kCheck, takes[i].request);
 	}
@@ -762,23 +883,18 @@ ResetMemoryBucket(text *name, text *key)
 {
 	MemoryTable *table = RequireTable();
 	ReserveUndo();
-	const BucketName id = NameOf(name, key);
-	const TimestampTz now = ClockNow();
-	Set *set = &table->set[id.hash % static_cast<uint64>(table->sets)];
+	const BucketName id = NameOf(table, name, key);
+	Set *set = &table->set[id.set];
 	SpinLockAcquire(&set->mutex);
-	Slot *slot = FindSlot(set, id);
-	if (slot == NULL || slot->absent) {
+	const int way = FindWay(table, id);
+	if (way < 0 || set->slots[way].absent) {
 		SpinLockRelease(&set->mutex);
 		return false;
 	}
-	/* If a take comes before the abort of this reset, the abort takes
-	 * back what the reset gave. */
-	const core::Bucket refilled = core::Refill(slot->bucket, slot->limit, now);
-	const double given = Max(slot->start_tokens - refilled.tokens, 0.0);
-	const uint64 version_before = slot->version;
-	slot->absent = true;
-	slot->version++;
-	PushUndo(table, set, slot, false, false, slot->bucket, version_before, -given);
+	/* Forgotten when this transaction commits. */
+	UndoRecord &record = PushUndo(table, id.set, way);
+	record.reset = true;
+	record.version_after = set->slots[way].version;
 	SpinLockRelease(&set->mutex);
 	return true;
 }
@@ -796,10 +912,11 @@ ResetMemoryLimit(text *name)
 		for (int w = 0; w < kWays; w++) {
 			Slot &slot = set->slots[w];
 			if (!slot.used || slot.absent || slot.database != MyDatabaseId ||
-			    slot.name_bytes != name_bytes || memcmp(slot.text, name_data, name_bytes) != 0)
+			    slot.name_bytes != name_bytes ||
+			    memcmp(TextOf(table, s, w), name_data, name_bytes) != 0)
 				continue;
-			/* A bucket an open transaction took from stays, forgotten, until
-			 * that transaction ends. */
+			/* A bucket an open transaction holds stays, forgotten, until
+			 * that transaction ends; its pending takes still count. */
 			if (slot.holds > 0)
 				slot.absent = true;
 			else
@@ -822,7 +939,7 @@ VisitMemoryBuckets(text *name, BucketVisitor visit, void *context)
 	StoredBucket *rows = static_cast<StoredBucket *>(palloc(sizeof(StoredBucket) * capacity));
 	SlotCopy *copies = static_cast<SlotCopy *>(palloc(sizeof(SlotCopy) * kWays));
 	for (int s = 0; s < table->sets; s++) {
-		const int copied = CopySlots(&table->set[s], name, copies);
+		const int copied = CopySlots(table, s, name, copies);
 		for (int i = 0; i < copied; i++) {
 			if (copies[i].slot.absent)
 				continue;
@@ -830,7 +947,7 @@ VisitMemoryBuckets(text *name, BucketVisitor visit, void *context)
 				capacity *= 2;
 				rows = static_cast<StoredBucket *>(repalloc(rows, sizeof(StoredBucket) * capacity));
 			}
-			rows[count++] = StoredOf(copies[i].slot, now);
+			rows[count++] = StoredOf(copies[i], now);
 		}
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -848,17 +965,17 @@ PurgeMemoryBuckets(text *name, SweepFilter filter, void *context)
 	int64 purged = 0;
 	for (int s = 0; s < table->sets; s++) {
 		Set *set = &table->set[s];
-		const int copied = CopySlots(set, name, copies);
+		const int copied = CopySlots(table, s, name, copies);
 		for (int i = 0; i < copied; i++) {
 			const Slot &copy = copies[i].slot;
 			if (copy.holds > 0 || copy.remembers)
 				continue;
-			if (!copy.absent && !filter(StoredOf(copy, now), now, context))
+			if (!copy.absent && !filter(StoredOf(copies[i], now), now, context))
 				continue;
 			SpinLockAcquire(&set->mutex);
 			Slot &slot = set->slots[copies[i].way];
-			if (slot.used && slot.holds == 0 && slot.generation == copies[i].generation &&
-			    slot.version == copies[i].version) {
+			if (slot.used && slot.holds == 0 && slot.generation == copy.generation &&
+			    slot.version == copy.version) {
 				slot.used = false;
 				purged += !copy.absent;
 			}

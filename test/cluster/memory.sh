@@ -67,6 +67,41 @@ for level in rc rr serializable; do
 done
 q -c "DROP DATABASE memory_load"
 
+# Escrow: a take pending in an open transaction counts as spent, refill
+# the full bucket could not hold meanwhile is not credited, and its
+# rollback gives back only what the bucket lacks; a refund counts only once
+# committed.  (Fixed clocks: rate 1 a second, burst 10, or rate 0.)
+q -c "CREATE DATABASE escrow"
+q -d escrow -c "CREATE EXTENSION ratelimit" \
+  -c "SELECT rate_limit_define('escrow', 1, '1 second', 10, storage => 'memory')" \
+  -c "SELECT rate_limit_define('escrow-fixed', 0, '1 second', 10, storage => 'memory')" \
+  -c "SELECT rate_limit_take('escrow-fixed', 'k', 10)" >/dev/null
+held() {  # SQL...: runs them in an open transaction until the file $RL_CLUSTER_DIR/release appears
+    rm -f "$RL_CLUSTER_DIR/release"
+    ( { printf 'SET ratelimit.fixed_clock = 2000000000;\nBEGIN;\n'; printf '%s;\n' "$@"
+        while [ ! -e "$RL_CLUSTER_DIR/release" ]; do sleep 0.05; done
+        printf 'ROLLBACK;\n'; } | q -d escrow >/dev/null ) &
+    for _ in $(seq 1 100); do
+        [ "$(q -d escrow -c "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' AND datname = 'escrow'")" = 1 ] && break
+        sleep 0.05
+    done
+}
+held "SELECT rate_limit_take('escrow', 'k', 10)"
+rl_expect_value "ten seconds after a pending take of the whole burst" f \
+    "SET ratelimit.fixed_clock = 2000000010; SELECT allowed FROM rate_limit_take('escrow', 'k', 10)" -d escrow
+touch "$RL_CLUSTER_DIR/release"; wait
+rl_expect_value "its rollback gives the burst back once" "true false" \
+    "SET ratelimit.fixed_clock = 2000000010;
+     SELECT string_agg(allowed::text, ' ') FROM (SELECT allowed FROM rate_limit_take('escrow', 'k', 10)
+     UNION ALL SELECT allowed FROM rate_limit_take('escrow', 'k', 10)) AS t" -d escrow
+held "SELECT rate_limit_refund('escrow-fixed', 'k', 10)"
+rl_expect_value "a refund not yet committed gives nothing" f \
+    "SELECT allowed FROM rate_limit_take('escrow-fixed', 'k', 1)" -d escrow
+touch "$RL_CLUSTER_DIR/release"; wait
+rl_expect_value "nor once rolled back" "false 0" \
+    "SELECT allowed || ' ' || remaining FROM rate_limit_take('escrow-fixed', 'k', 1)" -d escrow
+q -c "DROP DATABASE escrow"
+
 # A clean restart keeps every balance; a take in a transaction that the
 # shutdown aborts is given back.  (rate 1 an hour: the balance moves by
 # less than a token while the test runs.)
@@ -178,13 +213,15 @@ rl_expect_value "the standby's own balance" 7 \
     "SELECT floor(remaining) FROM rate_limit_check('life', 'shared', 0)" -p "$standby_port"
 rl_expect_value "the primary's balance is its own" 6 \
     "SELECT floor(remaining) FROM rate_limit_check('life', 'shared', 0)"
+rl_expect_value "the standby lists its own buckets" "shared 7" \
+    "SELECT key || ' ' || floor(balance) FROM rate_limit_buckets('life')" -p "$standby_port"
 rl_expect_sqlstate "a table policy on the standby still refuses" 25006 \
     "SELECT * FROM rate_limit_take('life-table', 'a', 1)" -p "$standby_port"
 rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$standby" -m fast -w -t 30 stop >/dev/null
 
 # Without preloading.
 restart fast "shared_preload_libraries = ''"
-if [ "$RL_PG_MAJOR" -lt 17 ]; then
+if [ "$(q -c "SHOW server_version_num")" -lt 170000 ]; then
     rl_expect_sqlstate "without preloading, before 17" 55000 \
         "SELECT * FROM rate_limit_take('life', 'a', 1)"
     rl_expect_value "the error names the setting" 1 "SELECT $(

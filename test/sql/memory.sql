@@ -110,13 +110,22 @@ SELECT * FROM rate_limit_take_all(ARRAY['mem', 'mem-table'], ARRAY['all', 'all']
 
 -- Listing, reset, purge and counters cover memory buckets.
 SELECT key, shard, balance, tokens FROM rate_limit_buckets('mem') ORDER BY key;
+-- A reset, like a refund, raises a balance: it takes effect when its
+-- transaction commits, and a rollback leaves the bucket as it was.
 SELECT allowed, remaining FROM rate_limit_take('mem', 'k', 3);
 BEGIN;
 SELECT rate_limit_reset('mem', 'k');
 SELECT allowed, remaining FROM rate_limit_check('mem', 'k', 0);
 ROLLBACK;
 SELECT allowed, remaining FROM rate_limit_check('mem', 'k', 0);
-SELECT rate_limit_reset('mem', 'k'), rate_limit_reset('mem', 'k');
+BEGIN;
+SELECT allowed, remaining FROM rate_limit_refund('mem', 'k', 1);
+SELECT allowed, remaining FROM rate_limit_check('mem', 'k', 0);
+COMMIT;
+SELECT allowed, remaining FROM rate_limit_check('mem', 'k', 0);
+SELECT rate_limit_reset('mem', 'k');
+SELECT allowed, remaining FROM rate_limit_check('mem', 'k', 0);
+SELECT rate_limit_reset('mem', 'k');
 SET ratelimit.fixed_clock = 2000000200;
 SELECT allowed FROM rate_limit_take('mem', 'young', 1);
 CALL rate_limit_purge('mem');
@@ -131,13 +140,13 @@ SELECT rate_limit_define('mem-bad', 1, storage => NULL);
 
 --
 -- The differential test: random sequences of calls under a fixed clock,
--- run once with a policy in the table and once with the same policy (the
--- same name, so the same jitter and window phases) in memory.  Every
--- answer must be the same.
+-- each call in a transaction of its own, run once with a policy in the
+-- table and once with the same policy (the same name, so the same jitter
+-- and window phases) in memory.  Every answer must be the same.
 --
 CREATE TEMP TABLE answers (options text, engine text, step int, answer text);
-CREATE FUNCTION pg_temp.run_sequence(options text, engine text, steps int, seed bigint)
-RETURNS void LANGUAGE plpgsql AS $$
+CREATE PROCEDURE pg_temp.run_sequence(options text, engine text, steps int, seed bigint)
+LANGUAGE plpgsql AS $$
 DECLARE
     state bigint := seed;
     clock float8 := 2100000000;
@@ -150,7 +159,7 @@ BEGIN
     FOR step IN 1..steps LOOP
         state := (state * 1103515245 + 12345) % 2147483648;
         clock := clock + (state % 900) / 1000.0;
-        PERFORM set_config('ratelimit.fixed_clock', clock::text, true);
+        PERFORM set_config('ratelimit.fixed_clock', clock::text, false);
         state := (state * 1103515245 + 12345) % 2147483648;
         k := 'k' || (state / 7 % 3);
         op := state / 31 % 12;
@@ -180,35 +189,41 @@ BEGIN
             SELECT rate_limit_reset(policy, k)::text INTO answer;
         END IF;
         INSERT INTO answers VALUES (options, engine, step, format('%s %s %s %s', op, k, c, answer));
+        COMMIT;
     END LOOP;
 END
 $$;
-CREATE FUNCTION pg_temp.differential(set_name text, definition text, seed bigint)
-RETURNS TABLE (options text, steps bigint, grants bigint, denials bigint, differences bigint)
+CREATE PROCEDURE pg_temp.differential(set_name text, definition text, seed bigint)
 LANGUAGE plpgsql AS $$
 BEGIN
-    EXECUTE format('SELECT rate_limit_define(%L, %s)', 'diff-' || $1, definition);
-    PERFORM pg_temp.run_sequence($1, 'table', 400, $3);
-    EXECUTE format('SELECT rate_limit_define(%L, %s, storage => %L)', 'diff-' || $1, definition, 'memory');
-    PERFORM pg_temp.run_sequence($1, 'memory', 400, $3);
-    RETURN QUERY
-    SELECT $1, count(*),
-           count(*) FILTER (WHERE t.answer ~ '^[0-9]+ k[0-9] [0-9]+ \(t,'),
-           count(*) FILTER (WHERE t.answer ~ '^[0-9]+ k[0-9] [0-9]+ \(f,'),
-           count(*) FILTER (WHERE t.answer IS DISTINCT FROM m.answer)
-      FROM answers t FULL JOIN answers m
-        ON m.options = t.options AND m.step = t.step AND m.engine = 'memory'
-     WHERE t.options = $1 AND t.engine = 'table';
+    EXECUTE format('SELECT rate_limit_define(%L, %s)', 'diff-' || set_name, definition);
+    COMMIT;
+    CALL pg_temp.run_sequence(set_name, 'table', 400, seed);
+    EXECUTE format('SELECT rate_limit_define(%L, %s, storage => %L)', 'diff-' || set_name,
+                   definition, 'memory');
+    COMMIT;
+    CALL pg_temp.run_sequence(set_name, 'memory', 400, seed);
 END
 $$;
-SELECT * FROM pg_temp.differential('plain', '2, ''1 second'', 4', 11);
-SELECT * FROM pg_temp.differential('reserve', '2, ''1 second'', 4, max_reserved => 6', 12);
-SELECT * FROM pg_temp.differential('initial', '3, ''1 second'', 8, initial => 1', 13);
-SELECT * FROM pg_temp.differential('window', '6, ''2 seconds'', 6, fixed_window => true, window_start => ''0 seconds''', 14);
-SELECT * FROM pg_temp.differential('window-spread', '4, ''3 seconds'', 5, fixed_window => true, max_reserved => 2', 15);
-SELECT * FROM pg_temp.differential('floor', '20, ''1 minute'', 5, floor_rate => 60', 16);
-SELECT * FROM pg_temp.differential('jitter', '2, ''1 second'', 3, jitter => 0.5', 17);
-SELECT * FROM pg_temp.differential('penalty', '4, ''1 second'', 4, penalty => ''2 seconds''', 18);
+CALL pg_temp.differential('plain', '2, ''1 second'', 4', 11);
+CALL pg_temp.differential('reserve', '2, ''1 second'', 4, max_reserved => 6', 12);
+CALL pg_temp.differential('initial', '3, ''1 second'', 8, initial => 1', 13);
+CALL pg_temp.differential('window', '6, ''2 seconds'', 6, fixed_window => true, window_start => ''0 seconds''', 14);
+CALL pg_temp.differential('window-spread', '4, ''3 seconds'', 5, fixed_window => true, max_reserved => 2', 15);
+CALL pg_temp.differential('floor', '20, ''1 minute'', 5, floor_rate => 60', 16);
+CALL pg_temp.differential('jitter', '2, ''1 second'', 3, jitter => 0.5', 17);
+CALL pg_temp.differential('penalty', '4, ''1 second'', 4, penalty => ''2 seconds''', 18);
+RESET ratelimit.fixed_clock;
+-- Per set of options: the steps, the single takes and checks granted and
+-- denied, and the answers that differ.
+SELECT t.options, count(*) AS steps,
+       count(*) FILTER (WHERE t.answer ~ '^[0-9]+ k[0-9] [0-9]+ \(t,') AS grants,
+       count(*) FILTER (WHERE t.answer ~ '^[0-9]+ k[0-9] [0-9]+ \(f,') AS denials,
+       count(*) FILTER (WHERE t.answer IS DISTINCT FROM m.answer) AS differences
+  FROM answers t LEFT JOIN answers m
+    ON m.options = t.options AND m.step = t.step AND m.engine = 'memory'
+ WHERE t.engine = 'table'
+ GROUP BY t.options ORDER BY t.options;
 -- A difference, when there is one, shows here.
 SELECT t.options, t.step, t.answer AS table_answer, m.answer AS memory_answer
   FROM answers t JOIN answers m ON m.options = t.options AND m.step = t.step AND m.engine = 'memory'
