@@ -4,8 +4,10 @@
  * The memory engine: a fixed table of buckets in shared memory, in sets of
  * kWays slots.  A bucket lives in the set its hash of (database, name, key)
  * picks, under a seed drawn when the table is created, in any of that set's
- * slots.  Slot headers lie together, their names and keys in a separate
- * array that a lookup reads only on a hash match.  The table's size is
+ * slots.  A lookup recognises a bucket by its database, the lengths of its
+ * name and key and a 128-bit hash of them under that seed: it reads only
+ * the set's slot headers, which lie together.  Names and keys are kept in
+ * a separate array, for the listing and the save file.  The table's size is
  * ratelimit.memory_buckets, set when the server starts (the library in
  * shared_preload_libraries); without preloading, from PostgreSQL 17, a
  * named DSM segment of the default size, created on first use.
@@ -79,7 +81,8 @@ struct Slot {
 	int holds;      /* undo records of open transactions */
 	uint32 generation;
 	uint64 version;
-	uint64 hash;
+	uint64 hash;  /* picks the set */
+	uint64 check; /* a second, independent hash: with `hash`, the key's identity */
 	Oid database;
 	int name_bytes;
 	int key_bytes;
@@ -185,13 +188,29 @@ InitTable(void *memory)
 	}
 }
 
+/* The 128-bit hash of (database, name, key) under `seed`: two hashes with
+ * independent seeds. */
+struct KeyHash {
+	uint64 hash;
+	uint64 check;
+};
+
 uint64
-SlotHash(uint64 seed, Oid database, const char *name, int name_bytes, const char *key,
-         int key_bytes)
+HashUnder(uint64 seed, Oid database, const char *name, int name_bytes, const char *key,
+          int key_bytes)
 {
 	uint64 hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(name), name_bytes,
 	                                  seed ^ database);
 	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(key), key_bytes, hash);
+}
+
+KeyHash
+SlotHash(uint64 seed, Oid database, const char *name, int name_bytes, const char *key,
+         int key_bytes)
+{
+	return KeyHash{HashUnder(seed, database, name, name_bytes, key, key_bytes),
+	               HashUnder(seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL, database, name,
+	                         name_bytes, key, key_bytes)};
 }
 
 /* Whether `slot` may be given to another bucket at `now`. */
@@ -454,7 +473,7 @@ struct BucketName {
 	int name_bytes;
 	const char *key;
 	int key_bytes;
-	uint64 hash;
+	KeyHash hash;
 	int set;
 };
 
@@ -467,7 +486,7 @@ NameOf(MemoryTable *table, text *name, text *key)
 	id.key = VARDATA_ANY(key);
 	id.key_bytes = VARSIZE_ANY_EXHDR(key);
 	id.hash = SlotHash(table->seed, MyDatabaseId, id.name, id.name_bytes, id.key, id.key_bytes);
-	id.set = static_cast<int>(id.hash % static_cast<uint64>(table->sets));
+	id.set = static_cast<int>(id.hash.hash % static_cast<uint64>(table->sets));
 	return id;
 }
 
@@ -478,12 +497,9 @@ FindWay(MemoryTable *table, const BucketName &id)
 	Set *set = &table->set[id.set];
 	for (int w = 0; w < kWays; w++) {
 		const Slot &slot = set->slots[w];
-		if (!slot.used || slot.hash != id.hash || slot.database != MyDatabaseId ||
-		    slot.name_bytes != id.name_bytes || slot.key_bytes != id.key_bytes)
-			continue;
-		const char *text = TextOf(table, id.set, w);
-		if (memcmp(text, id.name, id.name_bytes) == 0 &&
-		    memcmp(text + id.name_bytes, id.key, id.key_bytes) == 0)
+		if (slot.used && slot.hash == id.hash.hash && slot.check == id.hash.check &&
+		    slot.database == MyDatabaseId && slot.name_bytes == id.name_bytes &&
+		    slot.key_bytes == id.key_bytes)
 			return w;
 	}
 	return -1;
@@ -654,9 +670,9 @@ LoadSavedBuckets(MemoryTable *table)
 		         static_cast<size_t>(saved.name_bytes + saved.key_bytes);
 		if (!ok)
 			break;
-		const uint64 hash = SlotHash(table->seed, saved.database, text, saved.name_bytes,
-		                             text + saved.name_bytes, saved.key_bytes);
-		const int s = static_cast<int>(hash % static_cast<uint64>(table->sets));
+		const KeyHash hash = SlotHash(table->seed, saved.database, text, saved.name_bytes,
+		                              text + saved.name_bytes, saved.key_bytes);
+		const int s = static_cast<int>(hash.hash % static_cast<uint64>(table->sets));
 		int way = -1;
 		for (int w = 0; w < kWays && way < 0; w++)
 			if (!table->set[s].slots[w].used)
@@ -667,7 +683,8 @@ LoadSavedBuckets(MemoryTable *table)
 		slot.used = true;
 		slot.absent = false;
 		slot.remembers = saved.remembers;
-		slot.hash = hash;
+		slot.hash = hash.hash;
+		slot.check = hash.check;
 		slot.database = saved.database;
 		slot.name_bytes = saved.name_bytes;
 		slot.key_bytes = saved.key_bytes;
@@ -771,7 +788,8 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 		slot->holds = 0;
 		slot->pending = 0.0;
 		slot->generation++;
-		slot->hash = id.hash;
+		slot->hash = id.hash.hash;
+		slot->check = id.hash.check;
 		slot->database = MyDatabaseId;
 		slot->name_bytes = id.name_bytes;
 		slot->key_bytes = id.key_bytes;
