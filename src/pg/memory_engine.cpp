@@ -76,10 +76,12 @@ constexpr int kTextBytes = kMaxNameBytes + kMaxKeyBytes;
 
 struct Slot {
 	bool used;
-	bool absent;    /* reset: the key counts as never seen (its pending takes stay) */
-	bool remembers; /* starts below full: forgetting it would change answers */
-	int holds;      /* undo records of open transactions */
+	bool absent;     /* reset: the key counts as never seen (its pending takes stay) */
+	bool remembers;  /* starts below full: forgetting it would change answers */
+	int holds;       /* undo records of open transactions */
+	int provisional; /* first sightings of open transactions: not yet the key's */
 	uint32 generation;
+	uint32 commits; /* commits that changed the bucket */
 	uint64 version;
 	uint64 hash;  /* picks the set */
 	uint64 check; /* a second, independent hash: with `hash`, the key's identity */
@@ -134,7 +136,9 @@ struct UndoRecord {
 	core::Bucket next;      /* the bucket the take or refund decided, as the table stores it */
 	TimestampTz at;         /* when it was decided */
 	bool reset;             /* a reset, applied at commit */
-	bool created;           /* a first sighting stored: gone if the abort finds it unchanged */
+	bool created;           /* the bucket was stored new: gone if no commit touched it since */
+	bool provisional;       /* a first sighting, that others must not earn from yet */
+	uint32 commits_at;      /* created: the slot's commits then */
 	bool boxed;             /* a penalty box started: lifted if the abort finds it unchanged */
 	int64 prior_blocked_us; /* boxed: the box before */
 	int64 boxed_until_us;   /* boxed: the box set */
@@ -182,7 +186,9 @@ InitTable(void *memory)
 			Slot &slot = table->set[s].slots[w];
 			slot.used = false;
 			slot.holds = 0;
+			slot.provisional = 0;
 			slot.generation = 0;
+			slot.commits = 0;
 			slot.version = 0;
 		}
 	}
@@ -318,11 +324,12 @@ PushUndo(MemoryTable *table, int set, int way)
 	return record;
 }
 
-/* The committed bucket of `slot` at `now`, materialized if it was reset. */
+/* The committed bucket of `slot` at `now`: new if it was reset, or if only
+ * an open transaction's first sighting has stored it. */
 core::Bucket
 Committed(const Slot &slot, TimestampTz now)
 {
-	if (!slot.absent)
+	if (!slot.absent && slot.provisional == 0)
 		return slot.bucket;
 	core::Bucket fresh = core::FullBucket(slot.limit, now);
 	fresh.tokens = slot.start_tokens;
@@ -339,6 +346,7 @@ FinishRecord(const UndoRecord &record, bool commit, TimestampTz now)
 	Slot &slot = set->slots[record.way];
 	if (slot.used && slot.generation == record.generation) {
 		slot.holds--;
+		slot.provisional -= record.provisional;
 		slot.pending -= record.pending;
 		if (slot.holds == 0)
 			slot.pending = 0.0; /* no rounding left behind */
@@ -349,29 +357,44 @@ FinishRecord(const UndoRecord &record, bool commit, TimestampTz now)
 					 * changed since: what it decided, as the table stores it. */
 					slot.bucket = record.next;
 				} else {
-					/* Taken from the bucket as it was then; refill it could
-					 * not hold since is not credited. */
-					slot.bucket = core::Refill(Committed(slot, now), slot.limit, record.at);
-					slot.bucket.tokens -= record.pending;
+					/* Taken from the bucket as it was then, refilled no
+					 * further than then (a later stamp stays: refill is never
+					 * counted twice); refill it could not hold since is not
+					 * credited. */
+					core::Bucket bucket = Committed(slot, record.at);
+					if (bucket.stamp_us < record.at)
+						bucket = core::Refill(bucket, slot.limit, record.at);
+					bucket.tokens -= record.pending;
 					if (record.refund > 0.0)
-						slot.bucket =
-						    core::Refund(slot.bucket, slot.limit, record.refund, now).next;
+						bucket = core::Refund(bucket, slot.limit, record.refund,
+						                      Max(record.at, bucket.stamp_us))
+						             .next;
+					slot.bucket = bucket;
 				}
 				slot.absent = false;
 				slot.version++;
+				slot.commits++;
 			}
 			if (record.reset) {
 				slot.absent = true;
 				slot.version++;
 			}
 		} else {
-			const bool unchanged = slot.version == record.version_after;
 			if (record.boxed && slot.bucket.blocked_until_us == record.boxed_until_us) {
 				slot.bucket.blocked_until_us = record.prior_blocked_us;
 				slot.version++;
 			}
-			if (record.created && unchanged && slot.holds == 0)
-				slot.used = false;
+			/* A bucket this transaction stored new, that no commit has
+			 * touched since, goes again: freed, or forgotten while others
+			 * hold it. */
+			if (record.created && slot.commits == record.commits_at) {
+				if (slot.holds == 0) {
+					slot.used = false;
+				} else if (!slot.absent) {
+					slot.absent = true;
+					slot.version++;
+				}
+			}
 		}
 	}
 	SpinLockRelease(&set->mutex);
@@ -682,6 +705,8 @@ LoadSavedBuckets(MemoryTable *table)
 		Slot &slot = table->set[s].slots[way];
 		slot.used = true;
 		slot.absent = false;
+		slot.holds = 0;
+		slot.provisional = 0;
 		slot.remembers = saved.remembers;
 		slot.hash = hash.hash;
 		slot.check = hash.check;
@@ -697,8 +722,8 @@ LoadSavedBuckets(MemoryTable *table)
 	}
 	FreeFile(file);
 	if (!ok)
-		ereport(LOG, (errmsg("memory buckets in \"%s\" not loaded from the %dth on: the file is "
-		                     "damaged, or from another version or an unclean shutdown",
+		ereport(LOG, (errmsg("memory buckets in \"%s\" not loaded from number %d on: the file "
+		                     "is damaged, or from another version or an unclean shutdown",
 		                     kSaveFile, read + 1)));
 	else if (loaded < header.count)
 		ereport(LOG, (errmsg("%d of the %d memory buckets in \"%s\" found no room",
@@ -750,7 +775,8 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	/* The committed bucket, pending takes spent: refilled to now first when
 	 * any are pending (refill is counted on what is committed). */
 	const double pending = slot != NULL ? slot->pending : 0.0;
-	const core::Bucket committed = is_new ? NewBucket(limit, operation, now) : slot->bucket;
+	const core::Bucket committed =
+	    is_new || slot->provisional > 0 ? NewBucket(limit, operation, now) : slot->bucket;
 	core::Bucket seen = committed;
 	if (pending > 0.0) {
 		seen = core::Refill(committed, limit, now);
@@ -786,6 +812,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 		slot = &set->slots[way];
 		slot->used = true;
 		slot->holds = 0;
+		slot->provisional = 0;
 		slot->pending = 0.0;
 		slot->generation++;
 		slot->hash = id.hash.hash;
@@ -806,7 +833,8 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	 * own); a take or refund waits for its commit. */
 	const int64 prior_blocked = committed.blocked_until_us;
 	if (is_new || boxed) {
-		slot->bucket = committed;
+		/* With nothing pending, as the table stores it: refilled to now. */
+		slot->bucket = boxed && pending == 0.0 ? decision.next : committed;
 		slot->absent = false;
 		slot->version++;
 	}
@@ -828,6 +856,11 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	record.next = decision.next;
 	record.at = now;
 	record.created = created || is_new;
+	record.commits_at = slot->commits;
+	if (is_new && sighting) {
+		record.provisional = true;
+		slot->provisional++;
+	}
 	record.version_after = slot->version;
 	SpinLockRelease(&set->mutex);
 	return decision;

@@ -80,7 +80,7 @@ held() {  # SQL...: runs them in an open transaction until the file $RL_CLUSTER_
     rm -f "$RL_CLUSTER_DIR/release"
     ( { printf 'SET ratelimit.fixed_clock = 2000000000;\nBEGIN;\n'; printf '%s;\n' "$@"
         while [ ! -e "$RL_CLUSTER_DIR/release" ]; do sleep 0.05; done
-        printf 'ROLLBACK;\n'; } | q -d escrow >/dev/null ) &
+        printf '%s;\n' "${HELD_END:-ROLLBACK}"; } | q -d escrow >/dev/null ) &
     for _ in $(seq 1 100); do
         [ "$(q -d escrow -c "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' AND datname = 'escrow'")" = 1 ] && break
         sleep 0.05
@@ -100,6 +100,17 @@ rl_expect_value "a refund not yet committed gives nothing" f \
 touch "$RL_CLUSTER_DIR/release"; wait
 rl_expect_value "nor once rolled back" "false 0" \
     "SELECT allowed || ' ' || remaining FROM rate_limit_take('escrow-fixed', 'k', 1)" -d escrow
+# A take committed long after others moved the bucket's stamp on (rate 1
+# a minute, burst 100: a stamp restarts only 100 minutes ahead) is taken
+# from the bucket as it is, without counting the refill since again.
+q -d escrow -c "SELECT rate_limit_define('escrow-slow', 1, '1 minute', 100, storage => 'memory')" >/dev/null
+HELD_END=COMMIT held "SELECT rate_limit_take('escrow-slow', 'k', 1)"
+rl_expect_value "105 minutes later, 99 taken past the held take" t \
+    "SET ratelimit.fixed_clock = 2000006300; SELECT allowed FROM rate_limit_take('escrow-slow', 'k', 99)" -d escrow
+touch "$RL_CLUSTER_DIR/release"; wait
+rl_expect_value "a minute after the held take commits: 1 token, not a burst" "false 1" \
+    "SET ratelimit.fixed_clock = 2000006360;
+     SELECT allowed || ' ' || floor(remaining) FROM rate_limit_take('escrow-slow', 'k', 50)" -d escrow
 q -c "DROP DATABASE escrow"
 
 # A clean restart keeps every balance; a take in a transaction that the

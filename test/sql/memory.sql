@@ -101,6 +101,32 @@ SET ratelimit.fixed_clock = 2000000103;
 SELECT allowed, remaining, retry_after FROM rate_limit_take('mem-opts', 'a', 1);
 SELECT key, balance, tokens, blocked_until IS NOT NULL AS boxed FROM rate_limit_buckets('mem-opts');
 
+-- A refund in the transaction of a take counts from when it was made:
+-- the bucket is not refilled at the floor rate in between (as the table
+-- engine: 10 tokens, then 1 a second).
+SELECT (rate_limit_define('mem-floor', 1, '1 second', 100, floor_rate => 10, storage => 'memory')).storage;
+SET ratelimit.fixed_clock = 2000000300;
+SELECT allowed, remaining FROM rate_limit_take('mem-floor', 'k', 90);
+BEGIN;
+SELECT allowed, remaining FROM rate_limit_take('mem-floor', 'k', 10);
+SELECT allowed, remaining FROM rate_limit_refund('mem-floor', 'k', 10);
+SET ratelimit.fixed_clock = 2000000301;
+COMMIT;
+SELECT allowed, remaining FROM rate_limit_check('mem-floor', 'k', 0);
+-- A first sighting rolled back is forgotten, also after penalty boxes of
+-- the same transaction: the key starts afresh (at initial 0) later.
+SELECT (rate_limit_define('mem-sighting', 1, '1 second', 100, initial => 0, penalty => '10 seconds',
+                          storage => 'memory')).storage;
+BEGIN;
+SET LOCAL ratelimit.fixed_clock = 2000000400;
+SELECT allowed, remaining FROM rate_limit_take('mem-sighting', 'k', 1);
+SET LOCAL ratelimit.fixed_clock = 2000000415;
+SELECT allowed, remaining FROM rate_limit_take('mem-sighting', 'k', 50);
+ROLLBACK;
+SET ratelimit.fixed_clock = 2000000500;
+SELECT allowed, remaining FROM rate_limit_take('mem-sighting', 'k', 50);
+SET ratelimit.fixed_clock = 2000000103;
+
 -- All or nothing over memory policies; a mix of engines is refused.
 SELECT (rate_limit_define('mem-b', 1, '1 second', 1, storage => 'memory')).storage;
 SELECT allowed, binding_name, remaining FROM rate_limit_take_all(ARRAY['mem', 'mem-b'], ARRAY['all', 'all']);
