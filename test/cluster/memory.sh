@@ -230,7 +230,9 @@ rl_expect_sqlstate "a table policy on the standby still refuses" 25006 \
     "SELECT * FROM rate_limit_take('life-table', 'a', 1)" -p "$standby_port"
 rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$standby" -m fast -w -t 30 stop >/dev/null
 
-# Without preloading.
+# Without preloading (and so without the setting, which only a preloaded
+# library defines).
+rl_as_owner sed -i '/^ratelimit\.memory_buckets/d' "$RL_CLUSTER_DATA/postgresql.conf"
 restart fast "shared_preload_libraries = ''"
 if [ "$(q -c "SHOW server_version_num")" -lt 170000 ]; then
     rl_expect_sqlstate "without preloading, before 17" 55000 \
