@@ -74,6 +74,10 @@ constexpr int kWays = 16;
 /* The room a slot's name and key take in the text array. */
 constexpr int kTextBytes = kMaxNameBytes + kMaxKeyBytes;
 
+/* A name and key this short are kept in the slot itself, and a new key
+ * touches no page of the text array. */
+constexpr int kInlineBytes = 48;
+
 struct Slot {
 	bool used;
 	bool absent;     /* reset: the key counts as never seen (its pending takes stay) */
@@ -88,10 +92,11 @@ struct Slot {
 	Oid database;
 	int name_bytes;
 	int key_bytes;
-	double start_tokens; /* what the key starts with when it is new */
-	double pending;      /* costs of takes not yet committed */
-	core::Limit limit;   /* as last used: whether it is full, how it refills */
-	core::Bucket bucket; /* as committed */
+	double start_tokens;            /* what the key starts with when it is new */
+	double pending;                 /* costs of takes not yet committed */
+	core::Limit limit;              /* as last used: whether it is full, how it refills */
+	core::Bucket bucket;            /* as committed */
+	char inline_text[kInlineBytes]; /* the name, then the key, if they fit */
 };
 
 struct Set {
@@ -166,6 +171,9 @@ TableSize(int capacity)
 char *
 TextOf(MemoryTable *table, int set, int way)
 {
+	Slot &slot = table->set[set].slots[way];
+	if (slot.name_bytes + slot.key_bytes <= kInlineBytes)
+		return slot.inline_text;
 	return reinterpret_cast<char *>(table) + table->texts +
 	       (static_cast<Size>(set) * kWays + way) * kTextBytes;
 }
