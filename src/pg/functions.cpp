@@ -148,12 +148,8 @@ TakeAllDecision(FunctionCallInfo fcinfo, const Signature &signature)
 {
 	TakeAllCall call = DecodeTakeAllCall(fcinfo, signature);
 	LimitList limits = ReadLimitList(call);
-	if (AllInMemory(limits))
-		RequireMemoryWritable(signature);
-	else
-		RequireWritable(signature);
 	const TakeCount count = StartCount(true);
-	AllDecision decision = TakeAllLimits(limits, call.max_wait);
+	AllDecision decision = TakeAllLimits(limits, call.max_wait, signature);
 	/* Each limit counts the call's outcome, its own cost and the call's wait. */
 	for (int i = 0; i < decision.count; i++) {
 		core::Decision outcome = decision.decisions[i];

@@ -359,7 +359,7 @@ FinishRecord(const UndoRecord &record, bool commit, TimestampTz now)
 		if (slot.holds == 0)
 			slot.pending = 0.0; /* no rounding left behind */
 		if (commit) {
-			if (record.pending > 0.0 || record.refund > 0.0 || record.refunds) {
+			if (record.pending > 0.0 || record.refunds) {
 				if (record.exact && slot.version == record.version_after && !slot.absent) {
 					/* Decided on the committed bucket, which nothing has
 					 * changed since: what it decided, as the table stores it. */
@@ -458,43 +458,6 @@ MemorySubXactCallback(SubXactEvent event, SubTransactionId subxact, SubTransacti
 		/* Its changes are its parent's now. */
 		for (int i = undo_count - 1; i >= 0 && undo[i].subxact >= subxact; i--)
 			undo[i].subxact = parent;
-	}
-}
-
-/* The bucket of a key not yet in memory: full, or at the policy's initial
- * balance. */
-core::Bucket
-NewBucket(const core::Limit &limit, const Operation &operation, TimestampTz now)
-{
-	core::Bucket fresh = core::FullBucket(limit, now);
-	if (operation.has_initial)
-		fresh.tokens = operation.initial;
-	return fresh;
-}
-
-/* The core's answer for `operation` on `bucket` (pending takes spent),
- * and whether a grant or a stored denial follows. */
-core::Decision
-Evaluate(const Operation &operation, const core::Bucket &bucket, const core::Limit &limit,
-         TimestampTz now)
-{
-	core::Decision decision;
-	switch (operation.kind) {
-	case Operation::kRefund:
-		return core::Refund(bucket, limit, operation.amount, now);
-	case Operation::kRecordNew:
-		return core::Decide(bucket, limit, core::Request::Plain(0.0), now);
-	case Operation::kPenalize:
-		/* The call as a whole was denied: only a denial that starts a
-		 * penalty box is stored. */
-		decision = core::Decide(bucket, limit, operation.request, now);
-		if (decision.allowed) {
-			decision.allowed = false;
-			decision.write = false;
-		}
-		return decision;
-	default:
-		return core::Decide(bucket, limit, operation.request, now);
 	}
 }
 
@@ -784,7 +747,9 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	 * any are pending (refill is counted on what is committed). */
 	const double pending = slot != NULL ? slot->pending : 0.0;
 	const core::Bucket committed =
-	    is_new || slot->provisional > 0 ? NewBucket(limit, operation, now) : slot->bucket;
+	    is_new || slot->provisional > 0
+	        ? NewBucket(limit, operation.has_initial, operation.initial, now)
+	        : slot->bucket;
 	core::Bucket seen = committed;
 	if (pending > 0.0) {
 		seen = core::Refill(committed, limit, now);

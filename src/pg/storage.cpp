@@ -560,16 +560,6 @@ FindLatest(const OpenRelations &rels, BucketLookup *lookup, Snapshot dirty, Tupl
 	}
 }
 
-/* A bucket seen for the first time: full, or at its policy's initial balance. */
-core::Bucket
-NewBucket(const core::Limit &limit, bool has_initial, double initial, TimestampTz now)
-{
-	core::Bucket fresh = core::FullBucket(limit, now);
-	if (has_initial)
-		fresh.tokens = initial;
-	return fresh;
-}
-
 core::Bucket
 ReadBucket(TupleTableSlot *slot)
 {
@@ -702,7 +692,24 @@ LockLatestVersion(Relation heap, TupleTableSlot *slot, Snapshot dirty, CommandId
 	pg_unreachable();
 }
 
-/* The core's answer for `operation` on `bucket` at `now`. */
+bool
+Writes(const Operation &operation)
+{
+	return operation.kind == Operation::kTake || operation.kind == Operation::kRefund ||
+	       operation.kind == Operation::kRecordNew || operation.kind == Operation::kPenalize;
+}
+
+} /* namespace */
+
+core::Bucket
+NewBucket(const core::Limit &limit, bool has_initial, double initial, TimestampTz now)
+{
+	core::Bucket fresh = core::FullBucket(limit, now);
+	if (has_initial)
+		fresh.tokens = initial;
+	return fresh;
+}
+
 core::Decision
 Evaluate(const Operation &operation, const core::Bucket &bucket, const core::Limit &limit,
          TimestampTz now)
@@ -723,15 +730,6 @@ Evaluate(const Operation &operation, const core::Bucket &bucket, const core::Lim
 	}
 	return core::Decide(bucket, limit, operation.request, now);
 }
-
-bool
-Writes(const Operation &operation)
-{
-	return operation.kind == Operation::kTake || operation.kind == Operation::kRefund ||
-	       operation.kind == Operation::kRecordNew || operation.kind == Operation::kPenalize;
-}
-
-} /* namespace */
 
 int64
 BucketWaitMicros()

@@ -38,6 +38,14 @@ struct Operation {
  * first sighting must then be stored, or it would never start earning. */
 bool StartsBelowFull(const Operation &operation, const core::Limit &limit);
 
+/* A bucket seen for the first time: full, or at its policy's initial balance. */
+core::Bucket NewBucket(const core::Limit &limit, bool has_initial, double initial, TimestampTz now);
+
+/* The core's answer for `operation` (a check, take, refund, first sighting
+ * or penalty) on `bucket` at `now`; every engine decides through it. */
+core::Decision Evaluate(const Operation &operation, const core::Bucket &bucket,
+                        const core::Limit &limit, TimestampTz now);
+
 /* Whether ratelimit.buckets is a logged table (rate_limit_set_logged): kept
  * across crashes and on streaming standbys. */
 bool BucketStateIsLogged();

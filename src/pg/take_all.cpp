@@ -150,21 +150,8 @@ ReadLimitList(const TakeAllCall &call)
 	return list;
 }
 
-bool
-AllInMemory(const LimitList &list)
-{
-	for (int i = 0; i < list.count; i++) {
-		text *name = DatumGetTextPP(list.names[i]);
-		const int bytes = VARSIZE_ANY_EXHDR(name);
-		Policy policy;
-		if (bytes < 1 || bytes > kMaxNameBytes || !FindPolicy(name, &policy) || !policy.in_memory)
-			return false;
-	}
-	return true;
-}
-
 AllDecision
-TakeAllLimits(const LimitList &list, double max_wait)
+TakeAllLimits(const LimitList &list, double max_wait, const Signature &signature)
 {
 	const int count = list.count;
 	BucketTake *given = static_cast<BucketTake *>(palloc0(sizeof(BucketTake) * count));
@@ -182,6 +169,12 @@ TakeAllLimits(const LimitList &list, double max_wait)
 			const BucketTake &table = takes[b].in_memory ? takes[0] : takes[b];
 			ReportMixedStorage(text_to_cstring(memory.name), text_to_cstring(table.name));
 		}
+	/* The memory engine writes no table: it takes in a read-only
+	 * transaction and on a standby too. */
+	if (takes[0].in_memory)
+		RequireMemoryWritable(signature);
+	else
+		RequireWritable(signature);
 	bool allowed = takes[0].in_memory ? TakeAllMemory(takes, buckets) : TakeAll(takes, buckets);
 
 	const BucketTake &bound = takes[bucket_of[BindingLimit(takes, bucket_of, count, allowed)]];

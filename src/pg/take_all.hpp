@@ -32,12 +32,10 @@ LimitList ReadLimitList(const TakeAllCall &call);
  * policy allows; the binding limit is the one to wait longest for when
  * denied, the one left with the smallest share of its burst when granted.
  * A grant's retry_after is the longest wait of a reservation among them.
- * The policies must all keep their buckets in one engine (0A000). */
-AllDecision TakeAllLimits(const LimitList &list, double max_wait);
-
-/* Whether every limit of `list` is a policy whose buckets live in memory
- * (then the call writes no table). */
-bool AllInMemory(const LimitList &list);
+ * The policies must all keep their buckets in one engine (0A000); the
+ * call must be allowed to write where that engine writes (`signature`
+ * names it in the error). */
+AllDecision TakeAllLimits(const LimitList &list, double max_wait, const Signature &signature);
 
 } /* namespace ratelimit::pg */
 
