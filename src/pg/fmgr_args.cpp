@@ -526,35 +526,47 @@ LoadShape(Oid type_id, const ResultColumn *columns, int count, MemoryContext con
 	shape->columns = found;
 }
 
-/*
- * The result row type of the function, checked against `columns` (its owner
- * can ALTER TYPE it) and cached per call site; with `element_columns`, the
- * element type of its last column's array, when the row type has it.  A
- * cached one is used only while the type cache still holds the descriptors
- * it was checked on: an ALTER TYPE replaces a descriptor even for a call
- * site that lives on, such as a PL/pgSQL expression evaluated again in the
- * same transaction.
- */
-const ResultType *
-ResultDescriptor(FunctionCallInfo fcinfo, const ResultColumn *columns, int count,
-                 const ResultColumn *element_columns, int element_count)
-{
-	ResultType *cached = static_cast<ResultType *>(fcinfo->flinfo->fn_extra);
-	if (cached != NULL && ShapeCurrent(cached->row) &&
-	    (!cached->has_element || ShapeCurrent(cached->element)))
-		return cached;
+/* Result types checked in this backend, by type and column table.  A call
+ * site's own state lasts one execution of its statement: checking the type
+ * again at each execution of a prepared statement would cost more than the
+ * take itself. */
+struct CheckedResultType {
+	Oid type_id;
+	const ResultColumn *columns;
+	ResultType type;
+};
+constexpr int kCheckedResultTypes = 8;
+CheckedResultType checked_result_types[kCheckedResultTypes];
+int checked_result_type_count = 0;
+int checked_result_type_next = 0; /* replaced next once all are taken */
 
+/* The composite type the call returns. */
+Oid
+CallResultType(FunctionCallInfo fcinfo)
+{
+	/* The type the call's expression was planned with: no catalog lookup. */
+	const Oid planned = get_fn_expr_rettype(fcinfo->flinfo);
+	if (OidIsValid(planned) && planned != RECORDOID)
+		return planned;
 	Oid type_id;
 	if (get_call_result_type(fcinfo, &type_id, NULL) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "rate limit function does not return a composite type");
-	MemoryContext context = fcinfo->flinfo->fn_mcxt;
-	RowShape row;
-	LoadShape(type_id, columns, count, context, &row);
+	return type_id;
+}
+
+/* `type_id` checked against `columns` (and the element type of its last
+ * column against `element_columns`), its descriptors copied into the
+ * current memory context. */
+ResultType
+LoadResultType(Oid type_id, const ResultColumn *columns, int count,
+               const ResultColumn *element_columns, int element_count)
+{
+	MemoryContext context = CurrentMemoryContext;
 	ResultType loaded{};
-	loaded.row = row;
-	if (element_columns != NULL && row.columns == count) {
+	LoadShape(type_id, columns, count, context, &loaded.row);
+	if (element_columns != NULL && loaded.row.columns == count) {
 		/* The last column: an array of a composite type. */
-		Form_pg_attribute att = TupleDescAttr(row.desc, row.attribute[count - 1]);
+		Form_pg_attribute att = TupleDescAttr(loaded.row.desc, loaded.row.attribute[count - 1]);
 		Oid element_type = get_element_type(att->atttypid);
 		if (!OidIsValid(element_type) || !type_is_rowtype(element_type))
 			ReportResultTypeAltered(type_id, NameStr(att->attname), att->atttypid, columns, count,
@@ -564,17 +576,59 @@ ResultDescriptor(FunctionCallInfo fcinfo, const ResultColumn *columns, int count
 		get_typlenbyvalalign(element_type, &loaded.element_length, &loaded.element_by_value,
 		                     &loaded.element_align);
 	}
+	return loaded;
+}
 
-	if (cached == NULL) {
-		cached = static_cast<ResultType *>(MemoryContextAllocZero(context, sizeof(ResultType)));
-	} else {
-		FreeTupleDesc(cached->row.desc);
-		if (cached->has_element)
-			FreeTupleDesc(cached->element.desc);
+/*
+ * The result row type of the function, checked against `columns` (its owner
+ * can ALTER TYPE it); with `element_columns`, the element type of its last
+ * column's array, when the row type has it.  A checked type is kept for the
+ * backend's life and used only while the type cache still holds the
+ * descriptors it was checked on: an ALTER TYPE replaces a descriptor, also
+ * under a call site that lives on, such as a PL/pgSQL expression evaluated
+ * again in the same transaction.
+ */
+const ResultType *
+ResultDescriptor(FunctionCallInfo fcinfo, const ResultColumn *columns, int count,
+                 const ResultColumn *element_columns, int element_count)
+{
+	const Oid type_id = CallResultType(fcinfo);
+	CheckedResultType *slot = NULL;
+	for (int i = 0; i < checked_result_type_count; i++) {
+		CheckedResultType &checked = checked_result_types[i];
+		if (checked.type_id == type_id && checked.columns == columns) {
+			if (ShapeCurrent(checked.type.row) &&
+			    (!checked.type.has_element || ShapeCurrent(checked.type.element)))
+				return &checked.type;
+			slot = &checked;
+			break;
+		}
 	}
-	*cached = loaded;
-	fcinfo->flinfo->fn_extra = cached;
-	return cached;
+
+	/* Checked before any entry changes: a type that fails leaves none. */
+	ResultType loaded = LoadResultType(type_id, columns, count, element_columns, element_count);
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	loaded.row.desc = CreateTupleDescCopy(loaded.row.desc);
+	if (loaded.has_element)
+		loaded.element.desc = CreateTupleDescCopy(loaded.element.desc);
+	MemoryContextSwitchTo(old);
+	if (slot == NULL) {
+		if (checked_result_type_count < kCheckedResultTypes) {
+			slot = &checked_result_types[checked_result_type_count++];
+		} else {
+			slot = &checked_result_types[checked_result_type_next];
+			checked_result_type_next = (checked_result_type_next + 1) % kCheckedResultTypes;
+		}
+	}
+	if (slot->type.row.desc != NULL) {
+		FreeTupleDesc(slot->type.row.desc);
+		if (slot->type.has_element)
+			FreeTupleDesc(slot->type.element.desc);
+	}
+	slot->type_id = type_id;
+	slot->columns = columns;
+	slot->type = loaded;
+	return &slot->type;
 }
 
 /* The tuple of `values` (one per column; NULL where `nulls` says so) in
@@ -583,6 +637,8 @@ HeapTuple
 ShapedTuple(const RowShape &shape, const Datum *values, const bool *nulls)
 {
 	int natts = shape.desc->natts;
+	if (shape.columns == natts) /* no dropped attributes: the values as they are */
+		return heap_form_tuple(shape.desc, const_cast<Datum *>(values), const_cast<bool *>(nulls));
 	Datum *row = static_cast<Datum *>(palloc0(sizeof(Datum) * natts));
 	bool *row_nulls = static_cast<bool *>(palloc(sizeof(bool) * natts));
 	/* Dropped attributes in between: NULL there. */
