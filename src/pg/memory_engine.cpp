@@ -347,7 +347,7 @@ Committed(const Slot &slot, TimestampTz now)
 /* Finishes `record`: at commit its take leaves the committed bucket and
  * its refund or reset takes effect; at abort whatever it changed is undone. */
 void
-FinishRecord(const UndoRecord &record, bool commit, TimestampTz now)
+FinishRecord(const UndoRecord &record, bool commit)
 {
 	Set *set = &memory_table->set[record.set];
 	SpinLockAcquire(&set->mutex);
@@ -415,16 +415,15 @@ EndUndo(bool commit, SubTransactionId subxact)
 {
 	if (undo_count == 0)
 		return;
-	const TimestampTz now = ClockNow();
 	int first = undo_count;
 	while (first > 0 && undo[first - 1].subxact >= subxact)
 		first--;
 	if (commit)
 		for (int i = first; i < undo_count; i++)
-			FinishRecord(undo[i], true, now);
+			FinishRecord(undo[i], true);
 	else
 		for (int i = undo_count - 1; i >= first; i--)
-			FinishRecord(undo[i], false, now);
+			FinishRecord(undo[i], false);
 	undo_count = first;
 }
 
@@ -869,9 +868,8 @@ TakeAllMemory(BucketTake *takes, int count)
 			return true;
 		/* Another caller took meanwhile: give back what this call took, and
 		 * decide again on what is left. */
-		const TimestampTz now = ClockNow();
 		while (undo_count > mark)
-			FinishRecord(undo[--undo_count], false, now);
+			FinishRecord(undo[--undo_count], false);
 		for (int i = 0; i < count; i++)
 			takes[i].decision = MemoryTake(takes[i], Operation::kCheck, takes[i].request);
 	}
