@@ -7,6 +7,8 @@
 #   API, rollback and savepoint refunds, no transaction id and no heap write,
 #   PREPARE TRANSACTION refused, and the differential test against the
 #   table engine;
+# - test/specs/memory_escrow.spec, through pg_isolation_regress, gives the
+#   same output at READ COMMITTED, REPEATABLE READ and SERIALIZABLE;
 # - the load generator, 8 clients on one key with random rollbacks, stays
 #   within the admission bound with no error at READ COMMITTED, REPEATABLE
 #   READ and SERIALIZABLE;
@@ -47,6 +49,26 @@ else
     RL_FAILURES=$((RL_FAILURES + 1))
 fi
 q -c "DROP DATABASE memory_regress"
+
+# The escrow between transactions: the same interleavings, the same
+# answers, at every isolation level.
+for level in "read committed" "repeatable read" serializable; do
+    out=$RL_CLUSTER_DIR/isolation/${level// /_}
+    mkdir -p "$out"
+    options="-c default_transaction_isolation=${level// /\\ }"
+    if PGOPTIONS=$options "$pgxs/src/test/isolation/pg_isolation_regress" --bindir="$RL_PG_BINDIR" \
+            --inputdir="$RL_ROOT/test" --outputdir="$out" --dbname=memory_isolation \
+            --load-extension=ratelimit memory_escrow >"$out/log" 2>&1 &&
+        [ "$(PGOPTIONS=$options q -d memory_isolation -c "SHOW default_transaction_isolation")" = "$level" ]; then
+        printf 'ok: test/specs/memory_escrow.spec at %s\n' "$level"
+    else
+        printf 'FAILED: test/specs/memory_escrow.spec at %s\n' "$level"
+        cat "$out/log"
+        cat "$out/regression.diffs" 2>/dev/null || true
+        RL_FAILURES=$((RL_FAILURES + 1))
+    fi
+done
+q -c "DROP DATABASE memory_isolation"
 
 # Exact admission under load at every isolation level.
 load=$RL_ROOT/test/load/ratelimit_load
