@@ -25,8 +25,10 @@
  * to it whenever no take is pending across a refill that fills the bucket.
  * Refunds and resets, which raise a balance, take effect when their
  * transaction commits.  A penalty box, and the first sighting of a key that
- * starts below full, are stored at once and undone by an abort.  So
- * admission never exceeds the table engine's at any isolation level, nobody
+ * starts below full, are stored at once and undone by an abort; until
+ * the sighting commits, the others see the key as new, less what is
+ * pending on it, and once one of them commits a take from it, as that
+ * commit left it.  So admission never exceeds the table engine's at any isolation level, nobody
  * ever waits, and no transaction id is taken.
  *
  * Locking rules
@@ -84,6 +86,8 @@ struct Slot {
 	bool remembers;  /* starts below full: forgetting it would change answers */
 	int holds;       /* undo records of open transactions */
 	int provisional; /* first sightings of open transactions: not yet the key's */
+	bool unsettled;  /* a first sighting stored the bucket and no commit has since:
+	                    the others see the key as new */
 	uint32 generation;
 	uint32 commits; /* commits that changed the bucket */
 	uint64 version;
@@ -195,6 +199,7 @@ InitTable(void *memory)
 			slot.used = false;
 			slot.holds = 0;
 			slot.provisional = 0;
+			slot.unsettled = false;
 			slot.generation = 0;
 			slot.commits = 0;
 			slot.version = 0;
@@ -337,7 +342,7 @@ PushUndo(MemoryTable *table, int set, int way)
 core::Bucket
 Committed(const Slot &slot, TimestampTz now)
 {
-	if (!slot.absent && slot.provisional == 0)
+	if (!slot.absent && !slot.unsettled)
 		return slot.bucket;
 	core::Bucket fresh = core::FullBucket(slot.limit, now);
 	fresh.tokens = slot.start_tokens;
@@ -355,6 +360,8 @@ FinishRecord(const UndoRecord &record, bool commit)
 	if (slot.used && slot.generation == record.generation) {
 		slot.holds--;
 		slot.provisional -= record.provisional;
+		if (slot.provisional == 0)
+			slot.unsettled = false;
 		slot.pending -= record.pending;
 		if (slot.holds == 0)
 			slot.pending = 0.0; /* no rounding left behind */
@@ -380,6 +387,8 @@ FinishRecord(const UndoRecord &record, bool commit)
 					slot.bucket = bucket;
 				}
 				slot.absent = false;
+				/* Committed now, whatever sighting is still open. */
+				slot.unsettled = false;
 				slot.version++;
 				slot.commits++;
 			}
@@ -677,6 +686,7 @@ LoadSavedBuckets(MemoryTable *table)
 		slot.absent = false;
 		slot.holds = 0;
 		slot.provisional = 0;
+		slot.unsettled = false;
 		slot.remembers = saved.remembers;
 		slot.hash = hash.hash;
 		slot.check = hash.check;
@@ -746,9 +756,8 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	 * any are pending (refill is counted on what is committed). */
 	const double pending = slot != NULL ? slot->pending : 0.0;
 	const core::Bucket committed =
-	    is_new || slot->provisional > 0
-	        ? NewBucket(limit, operation.has_initial, operation.initial, now)
-	        : slot->bucket;
+	    is_new || slot->unsettled ? NewBucket(limit, operation.has_initial, operation.initial, now)
+	                              : slot->bucket;
 	core::Bucket seen = committed;
 	if (pending > 0.0) {
 		seen = core::Refill(committed, limit, now);
@@ -785,6 +794,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 		slot->used = true;
 		slot->holds = 0;
 		slot->provisional = 0;
+		slot->unsettled = false;
 		slot->pending = 0.0;
 		slot->generation++;
 		slot->hash = id.hash.hash;
@@ -832,6 +842,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	if (is_new && sighting) {
 		record.provisional = true;
 		slot->provisional++;
+		slot->unsettled = true;
 	}
 	record.version_after = slot->version;
 	SpinLockRelease(&set->mutex);
