@@ -68,7 +68,7 @@ for level in "read committed" "repeatable read" serializable; do
         RL_FAILURES=$((RL_FAILURES + 1))
     fi
 done
-q -c "DROP DATABASE memory_isolation"
+q -c "DROP DATABASE IF EXISTS memory_isolation"
 
 # Exact admission under load at every isolation level.
 load=$RL_ROOT/test/load/ratelimit_load
