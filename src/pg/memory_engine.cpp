@@ -26,8 +26,9 @@
  * Refunds and resets, which raise a balance, take effect when their
  * transaction commits.  A penalty box, and the first sighting of a key that
  * starts below full, are stored at once and undone by an abort; until
- * the sighting commits, the others see the key as new, less what is
- * pending on it, and once one of them commits a take from it, as that
+ * the sighting (or a refund or box on a key never seen) commits, the
+ * others see the key as new, under any box stored since and less what is
+ * pending on it, and once one of them commits a take or a box, as that
  * commit left it.  So admission never exceeds the table engine's at any isolation level, nobody
  * ever waits, and no transaction id is taken.
  *
@@ -86,8 +87,9 @@ struct Slot {
 	bool remembers;  /* starts below full: forgetting it would change answers */
 	int holds;       /* undo records of open transactions */
 	int provisional; /* first sightings of open transactions: not yet the key's */
-	bool unsettled;  /* a first sighting stored the bucket and no commit has since:
-	                    the others see the key as new */
+	bool unsettled;  /* an open transaction stored the key new, starting below full,
+	                    and no commit has settled it since: the others see it as new
+	                    (under any penalty box stored meanwhile) */
 	uint32 generation;
 	uint32 commits; /* commits that changed the bucket */
 	uint64 version;
@@ -338,7 +340,8 @@ PushUndo(MemoryTable *table, int set, int way)
 }
 
 /* The committed bucket of `slot` at `now`: new if it was reset, or if only
- * an open transaction's first sighting has stored it. */
+ * an open transaction has stored it new; a penalty box stored since, which
+ * holds at once, stays. */
 core::Bucket
 Committed(const Slot &slot, TimestampTz now)
 {
@@ -346,6 +349,8 @@ Committed(const Slot &slot, TimestampTz now)
 		return slot.bucket;
 	core::Bucket fresh = core::FullBucket(slot.limit, now);
 	fresh.tokens = slot.start_tokens;
+	if (!slot.absent)
+		fresh.blocked_until_us = slot.bucket.blocked_until_us;
 	return fresh;
 }
 
@@ -390,6 +395,12 @@ FinishRecord(const UndoRecord &record, bool commit)
 				/* Committed now, whatever sighting is still open. */
 				slot.unsettled = false;
 				slot.version++;
+				slot.commits++;
+			}
+			if (record.boxed) {
+				/* A committed box settles the key as stored with it, and
+				 * outlives the abort of whoever stored the key first. */
+				slot.unsettled = false;
 				slot.commits++;
 			}
 			if (record.reset) {
@@ -755,9 +766,12 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	/* The committed bucket, pending takes spent: refilled to now first when
 	 * any are pending (refill is counted on what is committed). */
 	const double pending = slot != NULL ? slot->pending : 0.0;
-	const core::Bucket committed =
-	    is_new || slot->unsettled ? NewBucket(limit, operation.has_initial, operation.initial, now)
-	                              : slot->bucket;
+	core::Bucket committed = is_new || slot->unsettled
+	                             ? NewBucket(limit, operation.has_initial, operation.initial, now)
+	                             : slot->bucket;
+	/* Stored new by an open transaction: new, but a box stored since holds. */
+	if (!is_new && slot->unsettled)
+		committed.blocked_until_us = slot->bucket.blocked_until_us;
 	core::Bucket seen = committed;
 	if (pending > 0.0) {
 		seen = core::Refill(committed, limit, now);
@@ -839,7 +853,10 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	record.at = now;
 	record.created = created || is_new;
 	record.commits_at = slot->commits;
-	if (is_new && sighting) {
+	/* Stored new, starting below full (a first sighting, or a refund or a
+	 * box on a key never seen): the others must not earn from it before
+	 * it is committed. */
+	if (is_new && StartsBelowFull(operation, limit)) {
 		record.provisional = true;
 		slot->provisional++;
 		slot->unsettled = true;
