@@ -50,8 +50,9 @@
  *   its spinlock and work on the copies; purge frees a slot only if its
  *   version is still the one it judged and no transaction holds it.
  * - A clean shutdown (preloaded only) saves every bucket that is not full
- *   to pg_stat/ratelimit_memory.stat; the next start loads and deletes it,
- *   if the control file says that shutdown was clean.  After a crash or an
+ *   to pg_stat/ratelimit_memory.stat, ending in a CRC-32C of the rest; the
+ *   next start loads and deletes it, if the control file says that
+ *   shutdown was clean and the CRC matches (else it loads nothing).  After a crash or an
  *   immediate shutdown nothing is saved, and the buckets start afresh, as
  *   ratelimit.buckets, being unlogged, does.
  */
@@ -60,6 +61,7 @@
 extern "C" {
 #include "catalog/pg_control.h"
 #include "common/controldata_utils.h"
+#include "port/pg_crc32c.h"
 #include "storage/fd.h"
 }
 
@@ -121,7 +123,7 @@ struct MemoryTable {
 constexpr const char *kSegmentName = "ratelimit_memory";
 constexpr const char *kSaveFile = "pg_stat/ratelimit_memory.stat";
 constexpr const char *kSaveTempFile = "pg_stat/ratelimit_memory.tmp";
-constexpr uint32 kSaveMagic = 0x524C4D32; /* "RLM2" */
+constexpr uint32 kSaveMagic = 0x524C4D33; /* "RLM3" */
 
 /* Settings. */
 int memory_buckets = 10000;
@@ -632,18 +634,32 @@ SaveBuckets(int code, Datum)
 	for (int s = 0; s < memory_table->sets; s++)
 		for (int w = 0; w < kWays; w++)
 			header.count += WorthSaving(memory_table->set[s].slots[w], now);
+	pg_crc32c crc;
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, &header, sizeof(header));
 	bool ok = fwrite(&header, sizeof(header), 1, file) == 1;
 	for (int s = 0; ok && s < memory_table->sets; s++)
 		for (int w = 0; ok && w < kWays; w++) {
 			const Slot &slot = memory_table->set[s].slots[w];
 			if (!WorthSaving(slot, now))
 				continue;
-			SavedBucket saved{slot.database,     slot.name_bytes, slot.key_bytes, slot.remembers,
-			                  slot.start_tokens, slot.limit,      slot.bucket};
+			SavedBucket saved{};
+			saved.database = slot.database;
+			saved.name_bytes = slot.name_bytes;
+			saved.key_bytes = slot.key_bytes;
+			saved.remembers = slot.remembers;
+			saved.start_tokens = slot.start_tokens;
+			saved.limit = slot.limit;
+			saved.bucket = slot.bucket;
+			const char *text = TextOf(memory_table, s, w);
 			const size_t bytes = slot.name_bytes + slot.key_bytes;
+			COMP_CRC32C(crc, &saved, sizeof(saved));
+			COMP_CRC32C(crc, text, bytes);
 			ok = fwrite(&saved, sizeof(saved), 1, file) == 1 &&
-			     fwrite(TextOf(memory_table, s, w), 1, bytes, file) == bytes;
+			     fwrite(text, 1, bytes, file) == bytes;
 		}
+	FIN_CRC32C(crc);
+	ok = ok && fwrite(&crc, sizeof(crc), 1, file) == 1;
 	if (FreeFile(file) != 0)
 		ok = false;
 	if (!ok) {
@@ -653,6 +669,34 @@ SaveBuckets(int code, Datum)
 		return;
 	}
 	(void)durable_rename(kSaveTempFile, kSaveFile, LOG);
+}
+
+/* Whether `file` ends in the CRC-32C of everything before it; leaves it at
+ * its start. */
+bool
+SaveFileIntact(FILE *file)
+{
+	if (fseek(file, 0, SEEK_END) != 0)
+		return false;
+	const long size = ftell(file);
+	if (size < static_cast<long>(sizeof(SavedHeader) + sizeof(pg_crc32c)) ||
+	    fseek(file, 0, SEEK_SET) != 0)
+		return false;
+	pg_crc32c crc;
+	INIT_CRC32C(crc);
+	char chunk[8192];
+	for (long left = size - static_cast<long>(sizeof(pg_crc32c)); left > 0;) {
+		const size_t want = Min(static_cast<size_t>(left), sizeof(chunk));
+		if (fread(chunk, 1, want, file) != want)
+			return false;
+		COMP_CRC32C(crc, chunk, want);
+		left -= static_cast<long>(want);
+	}
+	FIN_CRC32C(crc);
+	pg_crc32c stored;
+	if (fread(&stored, sizeof(stored), 1, file) != 1 || !EQ_CRC32C(crc, stored))
+		return false;
+	return fseek(file, 0, SEEK_SET) == 0;
 }
 
 void
@@ -666,11 +710,12 @@ LoadSavedBuckets(MemoryTable *table)
 		return;
 	}
 	/* Saved at the last shutdown only if it was clean: otherwise the file
-	 * is older than what happened since, and the buckets start afresh. */
+	 * is older than what happened since, and the buckets start afresh.
+	 * A file whose CRC does not match loads nothing. */
 	SavedHeader header;
-	bool ok = ShutdownWasClean() && fread(&header, sizeof(header), 1, file) == 1 &&
-	          header.magic == kSaveMagic && header.bucket_bytes == sizeof(SavedBucket) &&
-	          header.count >= 0;
+	bool ok = ShutdownWasClean() && SaveFileIntact(file) &&
+	          fread(&header, sizeof(header), 1, file) == 1 && header.magic == kSaveMagic &&
+	          header.bucket_bytes == sizeof(SavedBucket) && header.count >= 0;
 	int32 loaded = 0;
 	int32 read = 0;
 	for (; ok && read < header.count; read++) {

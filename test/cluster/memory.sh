@@ -12,8 +12,9 @@
 # - the load generator, 8 clients on one key with random rollbacks, stays
 #   within the admission bound with no error at READ COMMITTED, REPEATABLE
 #   READ and SERIALIZABLE;
-# - a clean restart keeps every balance; a crash, and an immediate
-#   shutdown, empty the engine as they empty the unlogged table;
+# - a clean restart keeps every balance, and a save file damaged since
+#   loads none; a crash, and an immediate shutdown, empty the engine as
+#   they empty the unlogged table;
 # - a bounded engine: full buckets are evicted without changing an answer,
 #   and a new key that finds only buckets that are not full is refused
 #   with 53400, changing nothing;
@@ -160,6 +161,26 @@ rl_expect_value "the buckets are listed after the restart" "a,b" \
     "SELECT string_agg(key, ',' ORDER BY key) FROM rate_limit_buckets('life')"
 [ ! -e "$RL_CLUSTER_DATA/pg_stat/ratelimit_memory.stat" ] ||
     { printf 'FAILED: the saved buckets were not deleted once loaded\n'; RL_FAILURES=$((RL_FAILURES + 1)); }
+
+# A save file damaged after the shutdown (here its last byte before the
+# CRC, a byte of the last bucket's key) loads nothing: every bucket starts
+# full, not only the one whose key the damage changed.
+q -c "SELECT rate_limit_take('life', 'c', 5)" >/dev/null
+rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$RL_CLUSTER_DATA" -m fast -w -t 60 stop >/dev/null
+save=$RL_CLUSTER_DATA/pg_stat/ratelimit_memory.stat
+offset=$(( $(stat -c %s "$save") - 5 ))
+byte=$(od -An -tu1 -j "$offset" -N1 "$save" | tr -d ' ')
+printf "\\$(printf '%03o' $(( byte ^ 1 )))" | dd of="$save" bs=1 seek="$offset" conv=notrunc status=none
+rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$RL_CLUSTER_DATA" -l "$RL_CLUSTER_DIR/server.log" \
+    -w -t 60 start >/dev/null
+rl_expect_value "a damaged save file loads nothing" "10 10 10" \
+    "SELECT string_agg(floor(remaining)::text, ' ' ORDER BY k)
+     FROM unnest(ARRAY['a', 'b', 'c']) AS k, rate_limit_check('life', k, 0)"
+rl_expect_value "and says so in the server log" 1 \
+    "SELECT $(grep -c 'memory buckets in "pg_stat/ratelimit_memory.stat" not loaded from number 1 on' \
+              "$RL_CLUSTER_DIR/server.log" || true)"
+[ ! -e "$save" ] ||
+    { printf 'FAILED: the damaged save file was not deleted\n'; RL_FAILURES=$((RL_FAILURES + 1)); }
 
 # A crash (a backend killed) empties the engine, as it empties the unlogged
 # table; so does an immediate shutdown.
