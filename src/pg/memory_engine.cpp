@@ -146,6 +146,8 @@ struct UndoRecord {
 	double refund;          /* a refund, applied at commit */
 	bool refunds;           /* a refund was made (of `refund` tokens, maybe 0) */
 	bool exact;             /* nothing else was pending: at commit, `next` is the bucket */
+	core::Limit limit;      /* the limit it was decided under */
+	double start_tokens;    /* and what a new key started with then */
 	core::Bucket next;      /* the bucket the take or refund decided, as the table stores it */
 	TimestampTz at;         /* when it was decided */
 	bool reset;             /* a reset, applied at commit */
@@ -341,19 +343,42 @@ PushUndo(MemoryTable *table, int set, int way)
 	return record;
 }
 
-/* The committed bucket of `slot` at `now`: new if it was reset, or if only
- * an open transaction has stored it new; a penalty box stored since, which
- * holds at once, stays. */
+/* The committed bucket of `slot` at `now`: new (starting with
+ * `start_tokens` under `limit`) if it was reset, or if only an open
+ * transaction has stored it new; a penalty box stored since, which holds
+ * at once, stays. */
 core::Bucket
-Committed(const Slot &slot, TimestampTz now)
+Committed(const Slot &slot, const core::Limit &limit, double start_tokens, TimestampTz now)
 {
 	if (!slot.absent && !slot.unsettled)
 		return slot.bucket;
-	core::Bucket fresh = core::FullBucket(slot.limit, now);
-	fresh.tokens = slot.start_tokens;
+	core::Bucket fresh = core::FullBucket(limit, now);
+	fresh.tokens = start_tokens;
 	if (!slot.absent)
 		fresh.blocked_until_us = slot.bucket.blocked_until_us;
 	return fresh;
+}
+
+/* What `slot` holds at `now` for a call under `limit` whose key would
+ * start with `start_tokens`: the committed bucket, its pending takes spent
+ * (refilled to now first when any are pending: refill is counted on what
+ * is committed). */
+core::Bucket
+Available(const Slot &slot, const core::Limit &limit, double start_tokens, TimestampTz now)
+{
+	core::Bucket seen = Committed(slot, limit, start_tokens, now);
+	if (slot.pending > 0.0) {
+		seen = core::Refill(seen, limit, now);
+		seen.tokens -= slot.pending;
+	}
+	return seen;
+}
+
+bool
+SameLimit(const core::Limit &a, const core::Limit &b)
+{
+	return a.rate == b.rate && a.burst == b.burst && a.window_us == b.window_us &&
+	       a.phase_us == b.phase_us && a.floor_rate == b.floor_rate && a.penalty_us == b.penalty_us;
 }
 
 /* Finishes `record`: at commit its take leaves the committed bucket and
@@ -383,12 +408,13 @@ FinishRecord(const UndoRecord &record, bool commit)
 					 * further than then (a later stamp stays: refill is never
 					 * counted twice); refill it could not hold since is not
 					 * credited. */
-					core::Bucket bucket = Committed(slot, record.at);
+					core::Bucket bucket =
+					    Committed(slot, record.limit, record.start_tokens, record.at);
 					if (bucket.stamp_us < record.at)
-						bucket = core::Refill(bucket, slot.limit, record.at);
+						bucket = core::Refill(bucket, record.limit, record.at);
 					bucket.tokens -= record.pending;
 					if (record.refund > 0.0)
-						bucket = core::Refund(bucket, slot.limit, record.refund,
+						bucket = core::Refund(bucket, record.limit, record.refund,
 						                      Max(record.at, bucket.stamp_us))
 						             .next;
 					slot.bucket = bucket;
@@ -808,8 +834,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	int way = FindWay(table, id);
 	Slot *slot = way >= 0 ? &set->slots[way] : NULL;
 	const bool is_new = slot == NULL || slot->absent;
-	/* The committed bucket, pending takes spent: refilled to now first when
-	 * any are pending (refill is counted on what is committed). */
+	const double start_tokens = operation.has_initial ? operation.initial : limit.burst;
 	const double pending = slot != NULL ? slot->pending : 0.0;
 	core::Bucket committed = is_new || slot->unsettled
 	                             ? NewBucket(limit, operation.has_initial, operation.initial, now)
@@ -818,9 +843,16 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	if (!is_new && slot->unsettled)
 		committed.blocked_until_us = slot->bucket.blocked_until_us;
 	core::Bucket seen = committed;
-	if (pending > 0.0) {
-		seen = core::Refill(committed, limit, now);
-		seen.tokens -= pending;
+	if (slot != NULL)
+		seen = Available(*slot, limit, start_tokens, now);
+	/* A policy changed while open transactions hold the slot: their takes
+	 * were decided under the limit it keeps, and the table engine would
+	 * make this call wait for them.  It counts on no more than either
+	 * limit leaves. */
+	const bool held = slot != NULL && slot->holds > 0;
+	if (held && (!SameLimit(slot->limit, limit) || slot->start_tokens != start_tokens)) {
+		const core::Bucket before = Available(*slot, slot->limit, slot->start_tokens, now);
+		seen.tokens = Min(seen.tokens, before.tokens);
 	}
 	const core::Decision decision = Evaluate(operation, seen, limit, now);
 
@@ -865,9 +897,13 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 		memcpy(text, id.name, id.name_bytes);
 		memcpy(text + id.name_bytes, id.key, id.key_bytes);
 	}
-	slot->remembers = StartsBelowFull(operation, limit);
-	slot->start_tokens = operation.has_initial ? operation.initial : limit.burst;
-	slot->limit = limit;
+	/* The limit the slot is judged by, unless open transactions still hold
+	 * takes decided under the one it has. */
+	if (!held) {
+		slot->remembers = StartsBelowFull(operation, limit);
+		slot->start_tokens = start_tokens;
+		slot->limit = limit;
+	}
 	UndoRecord &record = PushUndo(table, id.set, way);
 	/* A first sighting, a key reset before, or a penalty box is stored
 	 * now (a box only ever on a denial, so with nothing pending of its
@@ -894,6 +930,8 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 		record.refund = decision.refunded;
 	}
 	record.exact = pending == 0.0;
+	record.limit = limit;
+	record.start_tokens = start_tokens;
 	record.next = decision.next;
 	record.at = now;
 	record.created = created || is_new;
