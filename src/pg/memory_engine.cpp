@@ -546,6 +546,25 @@ FindWay(MemoryTable *table, const BucketName &id)
 	return -1;
 }
 
+/* Calls visit(slot) for every bucket of limit `name` in this database,
+ * under its set's spinlock. */
+template <typename Visit>
+void
+ForEachSlotOf(MemoryTable *table, const char *name, int name_bytes, Visit visit)
+{
+	for (int s = 0; s < table->sets; s++) {
+		Set *set = &table->set[s];
+		SpinLockAcquire(&set->mutex);
+		for (int w = 0; w < kWays; w++) {
+			Slot &slot = set->slots[w];
+			if (slot.used && !slot.absent && slot.database == MyDatabaseId &&
+			    slot.name_bytes == name_bytes && memcmp(TextOf(table, s, w), name, name_bytes) == 0)
+				visit(slot);
+		}
+		SpinLockRelease(&set->mutex);
+	}
+}
+
 /* A copy of a slot and its text, taken under its set's spinlock. */
 struct SlotCopy {
 	int way;
@@ -1035,31 +1054,30 @@ ResetMemoryBucket(text *name, text *key)
 int64
 ResetMemoryLimit(text *name)
 {
-	MemoryTable *table = RequireTable();
-	const char *name_data = VARDATA_ANY(name);
-	const int name_bytes = VARSIZE_ANY_EXHDR(name);
 	int64 reset = 0;
-	for (int s = 0; s < table->sets; s++) {
-		Set *set = &table->set[s];
-		SpinLockAcquire(&set->mutex);
-		for (int w = 0; w < kWays; w++) {
-			Slot &slot = set->slots[w];
-			if (!slot.used || slot.absent || slot.database != MyDatabaseId ||
-			    slot.name_bytes != name_bytes ||
-			    memcmp(TextOf(table, s, w), name_data, name_bytes) != 0)
-				continue;
-			/* A bucket an open transaction holds stays, forgotten, until
-			 * that transaction ends; its pending takes still count. */
-			if (slot.holds > 0)
-				slot.absent = true;
-			else
-				slot.used = false;
-			slot.version++;
-			reset++;
-		}
-		SpinLockRelease(&set->mutex);
-	}
+	ForEachSlotOf(RequireTable(), VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name), [&](Slot &slot) {
+		/* A bucket an open transaction holds stays, forgotten, until that
+		 * transaction ends; its pending takes still count. */
+		if (slot.holds > 0)
+			slot.absent = true;
+		else
+			slot.used = false;
+		slot.version++;
+		reset++;
+	});
 	return reset;
+}
+
+void
+KeepMemoryBuckets(const char *name, int name_bytes)
+{
+	MemoryTable *table = Table();
+	if (table == NULL)
+		return;
+	/* Judged full by the limit they last saw, they could be evicted (or
+	 * left out of the save file) while the new one still counts them short
+	 * of full: kept until a call judges them again. */
+	ForEachSlotOf(table, name, name_bytes, [](Slot &slot) { slot.remembers = true; });
 }
 
 void

@@ -47,6 +47,11 @@ bool ResetMemoryBucket(text *name, text *key);
  * how many. */
 int64 ResetMemoryLimit(text *name);
 
+/* Limit `name` of this database was defined or redefined: its buckets
+ * stay (are neither evicted nor left unsaved) until a call under the new
+ * definition judges them. */
+void KeepMemoryBuckets(const char *name, int name_bytes);
+
 /* Visits the memory buckets of `name` of this database, in key order,
  * as takes see them now. */
 void VisitMemoryBuckets(text *name, BucketVisitor visit, void *context);

@@ -250,6 +250,29 @@ rl_expect_value "64 new keys, each evicting a full bucket" "64 64" \
     "CALL quick_takes(17, 80, 2000000000)"
 rl_expect_value "every key again: each starts full" "80 80" \
     "CALL quick_takes(1, 80, 2000001000)"
+# A redefined policy: a bucket full under the old definition but not under
+# the new one (1 token a second, then an hour) keeps its place until a
+# call judges it again, as the table keeps its row: keys that never fill
+# take every other place, and the bucket still denies what the table would.
+q -c "CALL rate_limit_reset_limit('quick')" -c "SET ratelimit.fixed_clock = 2000002000" \
+  -c "SELECT rate_limit_define('slowed', 1, '1 second', 10, storage => 'memory')" \
+  -c "SELECT rate_limit_take('slowed', 'victim', 10)" \
+  -c "SELECT rate_limit_define('slowed', 1, '1 hour', 10, storage => 'memory')" >/dev/null
+q -c "SET ratelimit.fixed_clock = 2000002020" -c "
+    DO \$\$ BEGIN
+        FOR i IN 1..200 LOOP
+            BEGIN
+                PERFORM rate_limit_take('never', 'm' || i, 1);
+            EXCEPTION WHEN configuration_limit_exceeded THEN NULL;
+            END;
+            COMMIT;
+        END LOOP;
+    END \$\$" >/dev/null
+rl_expect_value "keys that never fill take every place but the redefined bucket's" 31 \
+    "SELECT count(*) FROM rate_limit_buckets('never')"
+rl_expect_value "which still denies, as the table would" f \
+    "SET ratelimit.fixed_clock = 2000002020; SELECT allowed FROM rate_limit_take('slowed', 'victim', 5)"
+q -c "CALL rate_limit_reset_limit('never')" -c "CALL rate_limit_reset_limit('slowed')" >/dev/null
 
 # On a hot standby the engine works, on the standby's own buckets: a take
 # there is not seen on the primary, nor the primary's there.
