@@ -103,6 +103,10 @@ struct Slot {
 	double start_tokens;            /* what the key starts with when it is new */
 	double pending;                 /* costs of takes not yet committed */
 	core::Limit limit;              /* as last used: whether it is full, how it refills */
+	uint32 limit_epoch;             /* changes whenever `limit` or `start_tokens` does */
+	int prior_holds;                /* holds from before the last change of limit */
+	core::Limit prior_limit;        /* the limit before that change */
+	double prior_start_tokens;      /* and what a new key started with under it */
 	core::Bucket bucket;            /* as committed */
 	char inline_text[kInlineBytes]; /* the name, then the key, if they fit */
 };
@@ -148,6 +152,7 @@ struct UndoRecord {
 	bool exact;             /* nothing else was pending: at commit, `next` is the bucket */
 	core::Limit limit;      /* the limit it was decided under */
 	double start_tokens;    /* and what a new key started with then */
+	uint32 limit_epoch;     /* the slot's limit_epoch then */
 	core::Bucket next;      /* the bucket the take or refund decided, as the table stores it */
 	TimestampTz at;         /* when it was decided */
 	bool reset;             /* a reset, applied at commit */
@@ -204,6 +209,8 @@ InitTable(void *memory)
 			Slot &slot = table->set[s].slots[w];
 			slot.used = false;
 			slot.holds = 0;
+			slot.prior_holds = 0;
+			slot.limit_epoch = 0;
 			slot.provisional = 0;
 			slot.unsettled = false;
 			slot.generation = 0;
@@ -391,6 +398,8 @@ FinishRecord(const UndoRecord &record, bool commit)
 	Slot &slot = set->slots[record.way];
 	if (slot.used && slot.generation == record.generation) {
 		slot.holds--;
+		if (record.limit_epoch != slot.limit_epoch && slot.prior_holds > 0)
+			slot.prior_holds--;
 		slot.provisional -= record.provisional;
 		if (slot.provisional == 0)
 			slot.unsettled = false;
@@ -786,6 +795,7 @@ LoadSavedBuckets(MemoryTable *table)
 		slot.used = true;
 		slot.absent = false;
 		slot.holds = 0;
+		slot.prior_holds = 0;
 		slot.provisional = 0;
 		slot.unsettled = false;
 		slot.remembers = saved.remembers;
@@ -865,12 +875,18 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	if (slot != NULL)
 		seen = Available(*slot, limit, start_tokens, now);
 	/* A policy changed while open transactions hold the slot: their takes
-	 * were decided under the limit it keeps, and the table engine would
-	 * make this call wait for them.  It counts on no more than either
-	 * limit leaves. */
-	const bool held = slot != NULL && slot->holds > 0;
-	if (held && (!SameLimit(slot->limit, limit) || slot->start_tokens != start_tokens)) {
+	 * were decided under the limit before, and the table engine would make
+	 * this call wait for them.  Until they end, a call counts on no more
+	 * than each limit leaves. */
+	const bool changed =
+	    slot != NULL && (!SameLimit(slot->limit, limit) || slot->start_tokens != start_tokens);
+	if (changed && slot->holds > 0) {
 		const core::Bucket before = Available(*slot, slot->limit, slot->start_tokens, now);
+		seen.tokens = Min(seen.tokens, before.tokens);
+	}
+	if (slot != NULL && slot->prior_holds > 0) {
+		const core::Bucket before =
+		    Available(*slot, slot->prior_limit, slot->prior_start_tokens, now);
 		seen.tokens = Min(seen.tokens, before.tokens);
 	}
 	const core::Decision decision = Evaluate(operation, seen, limit, now);
@@ -903,6 +919,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 		slot = &set->slots[way];
 		slot->used = true;
 		slot->holds = 0;
+		slot->prior_holds = 0;
 		slot->provisional = 0;
 		slot->unsettled = false;
 		slot->pending = 0.0;
@@ -916,13 +933,19 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 		memcpy(text, id.name, id.name_bytes);
 		memcpy(text + id.name_bytes, id.key, id.key_bytes);
 	}
-	/* The limit the slot is judged by, unless open transactions still hold
-	 * takes decided under the one it has. */
-	if (!held) {
-		slot->remembers = StartsBelowFull(operation, limit);
-		slot->start_tokens = start_tokens;
-		slot->limit = limit;
+	/* The limit the slot is judged by from now on; the one before is kept
+	 * while takes decided under it are open. */
+	if (changed && !created) {
+		if (slot->holds > 0) {
+			slot->prior_limit = slot->limit;
+			slot->prior_start_tokens = slot->start_tokens;
+			slot->prior_holds = slot->holds;
+		}
+		slot->limit_epoch++;
 	}
+	slot->remembers = StartsBelowFull(operation, limit);
+	slot->start_tokens = start_tokens;
+	slot->limit = limit;
 	UndoRecord &record = PushUndo(table, id.set, way);
 	/* A first sighting, a key reset before, or a penalty box is stored
 	 * now (a box only ever on a denial, so with nothing pending of its
@@ -951,6 +974,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	record.exact = pending == 0.0;
 	record.limit = limit;
 	record.start_tokens = start_tokens;
+	record.limit_epoch = slot->limit_epoch;
 	record.next = decision.next;
 	record.at = now;
 	record.created = created || is_new;
