@@ -282,27 +282,15 @@ rate_limit_policies_changed(PG_FUNCTION_ARGS)
 		elog(ERROR, "rate_limit_policies_changed() must be called as a trigger");
 	TriggerData *trigger = reinterpret_cast<TriggerData *>(fcinfo->context);
 	pg::PoliciesChanged(RelationGetRelid(trigger->tg_relation));
-	/* A memory policy written: its buckets are judged again at their next call. */
-	if (TRIGGER_FIRED_FOR_ROW(trigger->tg_event) && (TRIGGER_FIRED_BY_INSERT(trigger->tg_event) ||
-	                                                 TRIGGER_FIRED_BY_UPDATE(trigger->tg_event))) {
-		HeapTuple row = TRIGGER_FIRED_BY_UPDATE(trigger->tg_event) ? trigger->tg_newtuple
-		                                                           : trigger->tg_trigtuple;
-		TupleDesc desc = RelationGetDescr(trigger->tg_relation);
-		const int name_column = SPI_fnumber(desc, "name");
-		const int storage_column = SPI_fnumber(desc, "storage");
-		bool name_null = true;
-		bool storage_null = true;
-		Datum name = name_column > 0 ? heap_getattr(row, name_column, desc, &name_null) : (Datum)0;
-		Datum storage =
-		    storage_column > 0 ? heap_getattr(row, storage_column, desc, &storage_null) : (Datum)0;
-		if (!name_null && !storage_null) {
-			text *storage_text = DatumGetTextPP(storage);
-			text *name_text = DatumGetTextPP(name);
-			if (VARSIZE_ANY_EXHDR(storage_text) == 6 &&
-			    memcmp(VARDATA_ANY(storage_text), "memory", 6) == 0)
-				pg::KeepMemoryBuckets(VARDATA_ANY(name_text), VARSIZE_ANY_EXHDR(name_text));
-		}
-	}
+	/* A memory policy written with another limit: its buckets, judged full
+	 * by the limit they last saw, are kept until a call under the new one. */
+	if (TRIGGER_FIRED_FOR_ROW(trigger->tg_event) &&
+	    (TRIGGER_FIRED_BY_INSERT(trigger->tg_event) || TRIGGER_FIRED_BY_UPDATE(trigger->tg_event)))
+		pg::MemoryPolicyWritten(RelationGetDescr(trigger->tg_relation),
+		                        TRIGGER_FIRED_BY_UPDATE(trigger->tg_event) ? trigger->tg_trigtuple
+		                                                                   : NULL,
+		                        TRIGGER_FIRED_BY_UPDATE(trigger->tg_event) ? trigger->tg_newtuple
+		                                                                   : trigger->tg_trigtuple);
 	return PointerGetDatum(NULL);
 }
 

@@ -87,6 +87,8 @@ struct Slot {
 	bool used;
 	bool absent;     /* reset: the key counts as never seen (its pending takes stay) */
 	bool remembers;  /* starts below full: forgetting it would change answers */
+	bool kept;       /* its policy was written since a call last judged it: not evicted
+	                    (nor left unsaved) until a call under another limit does */
 	int holds;       /* undo records of open transactions */
 	int provisional; /* first sightings of open transactions: not yet the key's */
 	bool unsettled;  /* an open transaction stored the key new, starting below full,
@@ -211,6 +213,7 @@ InitTable(void *memory)
 			slot.holds = 0;
 			slot.prior_holds = 0;
 			slot.limit_epoch = 0;
+			slot.kept = false;
 			slot.provisional = 0;
 			slot.unsettled = false;
 			slot.generation = 0;
@@ -253,7 +256,8 @@ Evictable(const Slot &slot, TimestampTz now)
 		return true;
 	if (slot.holds > 0)
 		return false;
-	return slot.absent || (!slot.remembers && core::IsFull(slot.bucket, slot.limit, now));
+	return slot.absent ||
+	       (!slot.remembers && !slot.kept && core::IsFull(slot.bucket, slot.limit, now));
 }
 
 /* The way of `set` for a new bucket: a free one, else one whose bucket can
@@ -345,6 +349,7 @@ PushUndo(MemoryTable *table, int set, int way)
 	record.set = set;
 	record.way = way;
 	record.generation = slot.generation;
+	record.limit_epoch = slot.limit_epoch;
 	record.subxact = GetCurrentSubTransactionId();
 	slot.holds++;
 	return record;
@@ -419,8 +424,16 @@ FinishRecord(const UndoRecord &record, bool commit)
 					 * credited. */
 					core::Bucket bucket =
 					    Committed(slot, record.limit, record.start_tokens, record.at);
-					if (bucket.stamp_us < record.at)
-						bucket = core::Refill(bucket, record.limit, record.at);
+					if (bucket.stamp_us < record.at) {
+						const core::Bucket from = bucket;
+						bucket = core::Refill(from, record.limit, record.at);
+						/* Takes decided under the definition before are still
+						 * open: no more refill than it gives either. */
+						if (slot.prior_holds > 0)
+							bucket.tokens =
+							    Min(bucket.tokens,
+							        core::Refill(from, slot.prior_limit, record.at).tokens);
+					}
 					bucket.tokens -= record.pending;
 					if (record.refund > 0.0)
 						bucket = core::Refund(bucket, record.limit, record.refund,
@@ -701,7 +714,7 @@ SaveBuckets(int code, Datum)
 			saved.database = slot.database;
 			saved.name_bytes = slot.name_bytes;
 			saved.key_bytes = slot.key_bytes;
-			saved.remembers = slot.remembers;
+			saved.remembers = slot.remembers || slot.kept;
 			saved.start_tokens = slot.start_tokens;
 			saved.limit = slot.limit;
 			saved.bucket = slot.bucket;
@@ -799,6 +812,7 @@ LoadSavedBuckets(MemoryTable *table)
 		slot.provisional = 0;
 		slot.unsettled = false;
 		slot.remembers = saved.remembers;
+		slot.kept = false;
 		slot.hash = hash.hash;
 		slot.check = hash.check;
 		slot.database = saved.database;
@@ -920,6 +934,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 		slot->used = true;
 		slot->holds = 0;
 		slot->prior_holds = 0;
+		slot->kept = false;
 		slot->provisional = 0;
 		slot->unsettled = false;
 		slot->pending = 0.0;
@@ -937,11 +952,21 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	 * while takes decided under it are open. */
 	if (changed && !created) {
 		if (slot->holds > 0) {
-			slot->prior_limit = slot->limit;
-			slot->prior_start_tokens = slot->start_tokens;
+			if (slot->prior_holds > 0) {
+				/* Takes from two definitions back are open too: until they
+				 * all end, count on no refill at all, and the lesser burst
+				 * and start of the two kept. */
+				slot->prior_limit =
+				    core::Limit{0.0, Min(slot->prior_limit.burst, slot->limit.burst)};
+				slot->prior_start_tokens = Min(slot->prior_start_tokens, slot->start_tokens);
+			} else {
+				slot->prior_limit = slot->limit;
+				slot->prior_start_tokens = slot->start_tokens;
+			}
 			slot->prior_holds = slot->holds;
 		}
 		slot->limit_epoch++;
+		slot->kept = false; /* judged under the new definition from now on */
 	}
 	slot->remembers = StartsBelowFull(operation, limit);
 	slot->start_tokens = start_tokens;
@@ -974,7 +999,6 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	record.exact = pending == 0.0;
 	record.limit = limit;
 	record.start_tokens = start_tokens;
-	record.limit_epoch = slot->limit_epoch;
 	record.next = decision.next;
 	record.at = now;
 	record.created = created || is_new;
@@ -1101,7 +1125,7 @@ KeepMemoryBuckets(const char *name, int name_bytes)
 	/* Judged full by the limit they last saw, they could be evicted (or
 	 * left out of the save file) while the new one still counts them short
 	 * of full: kept until a call judges them again. */
-	ForEachSlotOf(table, name, name_bytes, [](Slot &slot) { slot.remembers = true; });
+	ForEachSlotOf(table, name, name_bytes, [](Slot &slot) { slot.kept = true; });
 }
 
 void

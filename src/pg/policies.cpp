@@ -26,6 +26,8 @@
  */
 #include "pg/policies.hpp"
 
+#include "pg/memory_engine.hpp"
+
 #include "pg/bucket_keys.hpp"
 #include "pg/errors.hpp"
 #include "pg/storage.hpp"
@@ -313,6 +315,58 @@ void
 PoliciesChanged(Oid relid)
 {
 	CacheInvalidateRelcacheByRelid(relid);
+}
+
+namespace {
+
+/* The columns of ratelimit.policies a bucket's limit and start follow. */
+constexpr const char *kLimitColumns[] = {"tokens_per_second", "burst",        "initial",
+                                         "window_us",         "fixed_window", "window_start_us",
+                                         "floor_per_second",  "penalty_us",   "storage"};
+
+/* Whether `old_row` and `new_row` give their buckets the same limit. */
+bool
+SameLimitColumns(TupleDesc desc, HeapTuple old_row, HeapTuple new_row)
+{
+	for (const char *column : kLimitColumns) {
+		const int number = SPI_fnumber(desc, column);
+		if (number <= 0)
+			continue;
+		bool old_null;
+		bool new_null;
+		const Datum old_value = heap_getattr(old_row, number, desc, &old_null);
+		const Datum new_value = heap_getattr(new_row, number, desc, &new_null);
+		if (old_null != new_null)
+			return false;
+		Form_pg_attribute att = TupleDescAttr(desc, number - 1);
+		if (!old_null && !datumIsEqual(old_value, new_value, att->attbyval, att->attlen))
+			return false;
+	}
+	return true;
+}
+
+} /* namespace */
+
+void
+MemoryPolicyWritten(TupleDesc desc, HeapTuple old_row, HeapTuple new_row)
+{
+	const int name_column = SPI_fnumber(desc, "name");
+	const int storage_column = SPI_fnumber(desc, "storage");
+	if (name_column <= 0 || storage_column <= 0)
+		return; /* before 0.3.0: no memory policies */
+	bool name_null;
+	bool storage_null;
+	const Datum name = heap_getattr(new_row, name_column, desc, &name_null);
+	const Datum storage = heap_getattr(new_row, storage_column, desc, &storage_null);
+	if (name_null || storage_null)
+		return;
+	text *storage_text = DatumGetTextPP(storage);
+	if (VARSIZE_ANY_EXHDR(storage_text) != 6 || memcmp(VARDATA_ANY(storage_text), "memory", 6) != 0)
+		return;
+	if (old_row != NULL && SameLimitColumns(desc, old_row, new_row))
+		return;
+	text *name_text = DatumGetTextPP(name);
+	KeepMemoryBuckets(VARDATA_ANY(name_text), VARSIZE_ANY_EXHDR(name_text));
 }
 
 Policy

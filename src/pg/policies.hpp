@@ -62,6 +62,11 @@ LimitLabel PolicyLabel(const Policy &policy, text *name);
  * invalidated when the changing transaction commits (this one's at once). */
 void PoliciesChanged(Oid policies_relid);
 
+/* A row of ratelimit.policies written (old_row NULL for an insert): if it
+ * defines a memory policy with another limit than before, its buckets are
+ * kept until calls under the new one judge them (KeepMemoryBuckets). */
+void MemoryPolicyWritten(TupleDesc desc, HeapTuple old_row, HeapTuple new_row);
+
 } /* namespace ratelimit::pg */
 
 #endif

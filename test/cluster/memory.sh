@@ -250,15 +250,10 @@ rl_expect_value "64 new keys, each evicting a full bucket" "64 64" \
     "CALL quick_takes(17, 80, 2000000000)"
 rl_expect_value "every key again: each starts full" "80 80" \
     "CALL quick_takes(1, 80, 2000001000)"
-# A redefined policy: a bucket full under the old definition but not under
-# the new one (1 token a second, then an hour) keeps its place until a
-# call judges it again, as the table keeps its row: keys that never fill
-# take every other place, and the bucket still denies what the table would.
-q -c "CALL rate_limit_reset_limit('quick')" -c "SET ratelimit.fixed_clock = 2000002000" \
-  -c "SELECT rate_limit_define('slowed', 1, '1 second', 10, storage => 'memory')" \
-  -c "SELECT rate_limit_take('slowed', 'victim', 10)" \
-  -c "SELECT rate_limit_define('slowed', 1, '1 hour', 10, storage => 'memory')" >/dev/null
-q -c "SET ratelimit.fixed_clock = 2000002020" -c "
+# fill_with_never CLOCK: keys that never fill take every place they can,
+# each take committed.
+fill_with_never() {
+    q -c "SET ratelimit.fixed_clock = $1" -c "
     DO \$\$ BEGIN
         FOR i IN 1..200 LOOP
             BEGIN
@@ -268,10 +263,39 @@ q -c "SET ratelimit.fixed_clock = 2000002020" -c "
             COMMIT;
         END LOOP;
     END \$\$" >/dev/null
+}
+# A redefined policy: a bucket full under the old definition but not under
+# the new one (1 token a second, then an hour) keeps its place until a
+# call judges it again, as the table keeps its row: keys that never fill
+# take every other place, and the bucket still denies what the table would.
+q -c "CALL rate_limit_reset_limit('quick')" -c "SET ratelimit.fixed_clock = 2000002000" \
+  -c "SELECT rate_limit_define('slowed', 1, '1 second', 10, storage => 'memory')" \
+  -c "SELECT rate_limit_take('slowed', 'victim', 10)" \
+  -c "SELECT rate_limit_define('slowed', 1, '1 hour', 10, storage => 'memory')" >/dev/null
+fill_with_never 2000002020
 rl_expect_value "keys that never fill take every place but the redefined bucket's" 31 \
     "SELECT count(*) FROM rate_limit_buckets('never')"
 rl_expect_value "which still denies, as the table would" f \
     "SET ratelimit.fixed_clock = 2000002020; SELECT allowed FROM rate_limit_take('slowed', 'victim', 5)"
+q -c "CALL rate_limit_reset_limit('never')" -c "CALL rate_limit_reset_limit('slowed')" >/dev/null
+# Kept from the moment the new definition is written: a call under the old
+# one, before it commits, does not judge the bucket again.
+q -c "SET ratelimit.fixed_clock = 2000003000" \
+  -c "SELECT rate_limit_define('slowed', 1, '1 second', 10, storage => 'memory')" \
+  -c "SELECT rate_limit_take('slowed', 'victim', 10)" >/dev/null
+q -c "BEGIN" -c "SELECT rate_limit_define('slowed', 1, '1 hour', 10, storage => 'memory')" \
+  -c "SELECT pg_sleep(3)" -c "COMMIT" >/dev/null &
+definer=$!
+for _ in $(seq 1 100); do
+    [ "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3)'")" = 1 ] && break
+    sleep 0.05
+done
+rl_expect_value "a take under the old definition while the new one is not committed" t \
+    "SET ratelimit.fixed_clock = 2000003020; SELECT allowed FROM rate_limit_take('slowed', 'victim', 1)"
+wait "$definer"
+fill_with_never 2000003040
+rl_expect_value "the bucket keeps its place all the same" 31 \
+    "SELECT count(*) FROM rate_limit_buckets('never')"
 q -c "CALL rate_limit_reset_limit('never')" -c "CALL rate_limit_reset_limit('slowed')" >/dev/null
 
 # On a hot standby the engine works, on the standby's own buckets: a take
