@@ -41,8 +41,15 @@
  *   never evicted or freed, so every record finds its slot.  generation
  *   changes whenever a slot gets another bucket; version whenever its
  *   committed state does.
+ * - A slot is judged by the limit of its last call.  When a call brings
+ *   another (the policy was redefined) while transactions hold the slot,
+ *   the limit before is kept with the count of those holds, and until they
+ *   end every call counts on no more than either limit leaves.  A policy
+ *   row written with another limit marks its buckets kept until a call
+ *   under another limit, or a purge, judges them again.
  * - A new key takes a free slot of its set, else evicts a bucket that is
- *   full and no transaction holds (forgetting it changes no answer); when
+ *   full, not kept and no transaction holds (forgetting it changes no
+ *   answer); when
  *   every slot of the set holds a bucket that is not full, a take that
  *   would grant is refused with 53400 and changes nothing (a denial is
  *   returned without storing what it would have stored).
