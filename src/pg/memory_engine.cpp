@@ -378,19 +378,24 @@ Committed(const Slot &slot, const core::Limit &limit, double start_tokens, Times
 	return fresh;
 }
 
+/* `committed` with `pending` takes spent: refilled to now first when any
+ * are pending (refill is counted on what is committed). */
+core::Bucket
+Spent(const core::Bucket &committed, double pending, const core::Limit &limit, TimestampTz now)
+{
+	if (pending <= 0.0)
+		return committed;
+	core::Bucket seen = core::Refill(committed, limit, now);
+	seen.tokens -= pending;
+	return seen;
+}
+
 /* What `slot` holds at `now` for a call under `limit` whose key would
- * start with `start_tokens`: the committed bucket, its pending takes spent
- * (refilled to now first when any are pending: refill is counted on what
- * is committed). */
+ * start with `start_tokens`: its committed bucket, pending takes spent. */
 core::Bucket
 Available(const Slot &slot, const core::Limit &limit, double start_tokens, TimestampTz now)
 {
-	core::Bucket seen = Committed(slot, limit, start_tokens, now);
-	if (slot.pending > 0.0) {
-		seen = core::Refill(seen, limit, now);
-		seen.tokens -= slot.pending;
-	}
-	return seen;
+	return Spent(Committed(slot, limit, start_tokens, now), slot.pending, limit, now);
 }
 
 bool
@@ -884,17 +889,13 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	int way = FindWay(table, id);
 	Slot *slot = way >= 0 ? &set->slots[way] : NULL;
 	const bool is_new = slot == NULL || slot->absent;
+	const bool starts_below_full = StartsBelowFull(operation, limit);
 	const double start_tokens = operation.has_initial ? operation.initial : limit.burst;
 	const double pending = slot != NULL ? slot->pending : 0.0;
-	core::Bucket committed = is_new || slot->unsettled
-	                             ? NewBucket(limit, operation.has_initial, operation.initial, now)
-	                             : slot->bucket;
-	/* Stored new by an open transaction: new, but a box stored since holds. */
-	if (!is_new && slot->unsettled)
-		committed.blocked_until_us = slot->bucket.blocked_until_us;
-	core::Bucket seen = committed;
-	if (slot != NULL)
-		seen = Available(*slot, limit, start_tokens, now);
+	const core::Bucket committed =
+	    slot != NULL ? Committed(*slot, limit, start_tokens, now)
+	                 : NewBucket(limit, operation.has_initial, operation.initial, now);
+	core::Bucket seen = Spent(committed, pending, limit, now);
 	/* A policy changed while open transactions hold the slot: their takes
 	 * were decided under the limit before, and the table engine would make
 	 * this call wait for them.  Until they end, a call counts on no more
@@ -919,7 +920,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	const bool refund = operation.kind == Operation::kRefund && decision.write;
 	const bool boxed = decision.next.blocked_until_us != seen.blocked_until_us;
 	const bool sighting =
-	    is_new && StartsBelowFull(operation, limit) &&
+	    is_new && starts_below_full &&
 	    (operation.kind == Operation::kTake || operation.kind == Operation::kRecordNew);
 	if (operation.kind == Operation::kCheck || operation.kind == Operation::kPeek ||
 	    (!take && !refund && !boxed && !sighting)) {
@@ -957,7 +958,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	}
 	/* The limit the slot is judged by from now on; the one before is kept
 	 * while takes decided under it are open. */
-	if (changed && !created) {
+	if (changed) {
 		if (slot->holds > 0) {
 			if (slot->prior_holds > 0) {
 				/* Takes from two definitions back are open too: until they
@@ -975,7 +976,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 		slot->limit_epoch++;
 		slot->kept = false; /* judged under the new definition from now on */
 	}
-	slot->remembers = StartsBelowFull(operation, limit);
+	slot->remembers = starts_below_full;
 	slot->start_tokens = start_tokens;
 	slot->limit = limit;
 	UndoRecord &record = PushUndo(table, id.set, way);
@@ -1013,7 +1014,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	/* Stored new, starting below full (a first sighting, or a refund or a
 	 * box on a key never seen): the others must not earn from it before
 	 * it is committed. */
-	if (is_new && StartsBelowFull(operation, limit)) {
+	if (is_new && starts_below_full) {
 		record.provisional = true;
 		slot->provisional++;
 		slot->unsettled = true;
