@@ -49,6 +49,10 @@ override with_llvm = no
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+# A server built by g++ 13 or later passes -fexcess-precision=standard for
+# C++ too, which older g++ refuses; it only affects x87 arithmetic (32-bit
+# x86), not x86-64's.
+override CXXFLAGS := $(filter-out -fexcess-precision=standard,$(CXXFLAGS))
 
 $(OBJS): $(wildcard src/core/*.hpp src/pg/*.hpp)
 
