@@ -5,6 +5,8 @@
 #   ensure_packages     install the Debian packages the project needs (root), or
 #                       print the command that would (not root) and exit 1
 #   rl_install_packages PKG...   the same for the packages named
+#   rl_apt_get ARGS...  apt-get, waiting (bounded) while another apt or dpkg
+#                       holds its locks
 #   build_and_install   make, then make install into a private copy of the
 #                       PostgreSQL install tree (see rl_private_tree)
 #   rl_require_install  build_and_install unless the calling script already
@@ -247,8 +249,8 @@ rl_install_packages() {
         chmod 755 /usr/sbin/policy-rc.d
         RL_POLICY_RC_CREATED=1
     fi
-    apt-get update -q || rl_die "apt-get update failed"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+    rl_apt_get update -q || rl_die "apt-get update failed"
+    rl_apt_get install -y -q --no-install-recommends \
         -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
         "${missing[@]}" || rl_die "apt-get install failed"
     if [ -n "$RL_POLICY_RC_CREATED" ]; then
@@ -257,6 +259,34 @@ rl_install_packages() {
     fi
     mapfile -t missing < <(rl_missing_packages "$@")
     [ ${#missing[@]} -eq 0 ] || rl_die "still missing after apt-get install: ${missing[*]}"
+}
+
+# rl_apt_get ARGS...: apt-get ARGS, as root.  Another apt or dpkg (an
+# unattended upgrade, a second checkout's script) may hold the locks: it
+# waits for dpkg's lock (DPkg::Lock::Timeout), and tries again while apt's
+# lists or archives lock is held, which apt-get does not wait for, for at
+# most RL_APT_LOCK_WAIT seconds (600) in all.  Then it fails, with apt's
+# message naming the holder.
+rl_apt_get() {
+    local deadline=$((SECONDS + ${RL_APT_LOCK_WAIT:-600})) out left rc
+    out=$(mktemp)
+    while :; do
+        left=$((deadline - SECONDS))
+        [ "$left" -gt 0 ] || left=1
+        rc=0
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout="$left" "$@" \
+            >"$out" 2>&1 || rc=$?
+        if [ "$rc" -ne 0 ] && [ "$SECONDS" -lt "$deadline" ] &&
+           grep -qE 'Could not get lock|Unable to lock|Unable to acquire the dpkg frontend lock' "$out"; then
+            sleep 2
+            continue
+        fi
+        cat "$out"
+        rm -f "$out"
+        [ "$rc" -eq 0 ] || [ "$SECONDS" -lt "$deadline" ] ||
+            rl_warn "apt-get waited ${RL_APT_LOCK_WAIT:-600} s for a lock another process held"
+        return "$rc"
+    done
 }
 
 ensure_packages() {
