@@ -69,6 +69,11 @@ export PATH="$RL_PG_BINDIR:$PATH"
 rl_use_postgres() {
     RL_PG_PREFIX=$1
     RL_PG_MAJOR=$(basename "$1")
+    # Shared while this script runs: scripts/build-postgres replaces a tree
+    # (and the libraries its programs load) only under this lock, held
+    # exclusively.
+    exec {RL_PG_LOCK_FD}<>"$1.lock"
+    flock -s "$RL_PG_LOCK_FD"
     RL_PG_ROOT=
     RL_PG_BINDIR=$RL_PG_PREFIX/bin
     export PG_CONFIG=$RL_PG_BINDIR/pg_config
@@ -332,9 +337,8 @@ rl_private_tree() {
     chmod 755 "$root"
     rl_at_exit "rm -rf '$root'"
     if [ -n "$RL_PG_PREFIX" ]; then
-        # Shared: scripts/build-postgres replaces a tree only under this
-        # lock, held exclusively.
-        flock -s "$RL_PG_PREFIX.lock" cp -a "$RL_PG_PREFIX/." "$root/" ||
+        # Under the shared lock rl_use_postgres holds.
+        cp -a "$RL_PG_PREFIX/." "$root/" ||
             rl_die "could not copy the PostgreSQL install tree $RL_PG_PREFIX into $root"
         RL_PG_BINDIR=$root/bin
     else
