@@ -670,14 +670,18 @@ main(int argc, char **argv)
 	}
 	if (check_lower && static_cast<double>(total_grants) < lower) {
 		pass = false;
-		/* without denials the limiter was never the bottleneck: say so */
-		if (denials > 0)
+		/* The bound means something only under overload: with few denials, or
+		 * fewer committed calls than half as many again as the bound, the load
+		 * was the bottleneck, not the limiter: say so. */
+		const double attempts = static_cast<double>(total_grants + denials);
+		if (denials > 0 && attempts >= 1.5 * lower)
 			reasons.push_back(
 			    "only " + std::to_string(total_grants) + " grants and " + std::to_string(denials) +
 			    " denials: below the lower bound, the limiter denied what it may grant");
 		else
-			reasons.push_back("only " + std::to_string(total_grants) +
-			                  " grants and no denials: the load never saturated the limit; "
+			reasons.push_back("only " + std::to_string(total_grants) + " grants and " +
+			                  std::to_string(denials) +
+			                  " denials: the load did not saturate the limit; "
 			                  "lower --rate or --burst, add --clients, or pass --lower-bound 0");
 	}
 
