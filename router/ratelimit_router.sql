@@ -18,6 +18,10 @@
 --
 -- A routed call runs and commits on its partition in a transaction of its
 -- own: the caller's ROLLBACK on the router does not give its tokens back.
+-- It reaches the partition as the calling role (current_user), through that
+-- role's user mapping, so that the partition's grants decide: no function
+-- here runs as its owner, and the partitions' connection strings must not
+-- name a user (PL/Proxy would then connect every caller as that user).
 -- rate_limit_take_all is routed only when all its buckets are on one
 -- partition.  Policies are defined on every partition by one call here.
 
@@ -30,6 +34,28 @@ SELECT pg_catalog.current_schema() AS rl_schema \gset
 \endif
 
 BEGIN;
+-- PL/Proxy ignores the user mappings for a partition whose connection
+-- string names a user: every caller would reach it as that user.
+DO $$
+DECLARE
+    named text;
+BEGIN
+    SELECT pg_catalog.string_agg(pg_catalog.split_part(o.option, '=', 1), ', ' ORDER BY o.n)
+      INTO named
+      FROM pg_catalog.pg_foreign_server AS s,
+           pg_catalog.unnest(s.srvoptions) WITH ORDINALITY AS o(option, n)
+     WHERE s.srvname OPERATOR(pg_catalog.=) 'ratelimit'
+       AND o.option OPERATOR(pg_catalog.~) '^p[0-9]+='
+       AND pg_catalog.strpos(o.option, 'user=') OPERATOR(pg_catalog.>) 0;
+    IF named IS NOT NULL THEN
+        RAISE EXCEPTION 'a connection string of server ratelimit names a user'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('The connection strings of %s name a user: PL/Proxy would connect every caller to such a partition as that user, ignoring the user mappings, and the partition could not check the caller''s grants.', named),
+                  HINT = 'Remove user= from the partitions'' connection strings (ALTER SERVER ratelimit OPTIONS (SET p0 ''host=...'')) and name users and passwords in user mappings.';
+    END IF;
+END
+$$;
+
 \ir route_hash.sql
 
 \ir ../portable/decision_types.sql
@@ -127,8 +153,8 @@ COMMENT ON FUNCTION rate_limit_reset(text, text) IS
     'rate_limit_reset(name, key) on the partition that holds bucket (name, key); commits there';
 
 -- As on each partition: refunds and resets hand tokens out.  (The
--- partitions check their own grants too: the router connects as the role
--- the user mapping names.)
+-- partitions check their own grants too: a routed call connects as the
+-- role the caller's user mapping names, the caller by default.)
 REVOKE ALL ON FUNCTION rate_limit_reset(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rate_limit_refund(text, text, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rate_limit_refund(text, text, float8, float8, float8) FROM PUBLIC;
@@ -164,59 +190,73 @@ REVOKE ALL ON FUNCTION rate_limit_drop(text) FROM PUBLIC;
 
 -- The partitions of cluster "ratelimit": how many (p0, p1, ... options).
 CREATE FUNCTION rl_partitions() RETURNS integer
-LANGUAGE sql STABLE
+LANGUAGE sql STABLE PARALLEL SAFE
 AS $$ SELECT pg_catalog.count(*)::integer
         FROM pg_catalog.pg_foreign_server AS s, pg_catalog.unnest(s.srvoptions) AS o(option)
        WHERE s.srvname OPERATOR(pg_catalog.=) 'ratelimit'
          AND o.option OPERATOR(pg_catalog.~) '^p[0-9]+=' $$;
+COMMENT ON FUNCTION rl_partitions() IS
+    'the number of partitions of PL/Proxy cluster ratelimit (options p0, p1, ...)';
 
--- rate_limit_take_all on partition `partition` (0 .. partitions - 1).
-CREATE FUNCTION rl_take_all_on(part_no integer, names text[], keys text[], costs float8[],
-                               max_wait interval)
-RETURNS rate_limit_all_decision LANGUAGE plproxy
-AS $$ CLUSTER 'ratelimit'; RUN ON part_no;
-      SELECT * FROM rate_limit_take_all(names, keys, costs, max_wait); $$;
-REVOKE ALL ON FUNCTION rl_take_all_on(integer, text[], text[], float8[], interval) FROM PUBLIC;
-
--- All or nothing over several limits, when one partition holds them all: a
--- call whose buckets are on several partitions could not take from all or
--- none, so it is refused before anything is taken.
-CREATE FUNCTION rate_limit_take_all(names text[], keys text[], costs float8[] DEFAULT NULL,
-                                    max_wait interval DEFAULT NULL)
-RETURNS rate_limit_all_decision
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+-- Where rate_limit_take_all goes: the route hash of its first bucket, when
+-- one partition holds every bucket of the call; refused before anything is
+-- taken when they are on several, as a routed call could not take from all
+-- of them or none.  A call the partition refuses whatever its buckets (NULL
+-- or empty arrays, different lengths, a NULL element) goes to partition 0,
+-- whose rate_limit_take_all says what is wrong.  Runs on the router as the
+-- caller, who reaches the partition through its own user mapping.
+CREATE FUNCTION rl_take_all_route(names text[], keys text[]) RETURNS integer
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = :"rl_schema", pg_temp
 AS $$
 DECLARE
-    partitions integer := rl_partitions();
-    first_partition integer;
-    partition integer;
+    mask integer;
+    first_hash integer;
+    hash integer;
+    name_at integer;
+    key_at integer;
 BEGIN
-    IF names IS NULL OR keys IS NULL OR pg_catalog.cardinality(names) = 0
-       OR pg_catalog.cardinality(names) <> pg_catalog.cardinality(keys) THEN
-        -- The partition's rate_limit_take_all says what is wrong.
-        RETURN rl_take_all_on(0, names, keys, costs, max_wait);
+    IF pg_catalog.array_ndims(names) IS DISTINCT FROM 1
+       OR pg_catalog.array_ndims(keys) IS DISTINCT FROM 1 THEN
+        RETURN 0;
     END IF;
-    FOR i IN 1..pg_catalog.cardinality(names) LOOP
-        partition := rate_limit_route_hash(names[pg_catalog.array_lower(names, 1) + i - 1],
-                                           keys[pg_catalog.array_lower(keys, 1) + i - 1])
-                     & (partitions - 1);
-        IF first_partition IS NULL THEN
-            first_partition := partition;
-        ELSIF partition IS DISTINCT FROM first_partition THEN
+    IF pg_catalog.cardinality(names) OPERATOR(pg_catalog.<>) pg_catalog.cardinality(keys)
+       OR pg_catalog.array_position(names, NULL) IS NOT NULL
+       OR pg_catalog.array_position(keys, NULL) IS NOT NULL THEN
+        RETURN 0;
+    END IF;
+    mask := rl_partitions() OPERATOR(pg_catalog.-) 1;
+    name_at := pg_catalog.array_lower(names, 1);
+    key_at := pg_catalog.array_lower(keys, 1);
+    first_hash := rate_limit_route_hash(names[name_at], keys[key_at]);
+    FOR i IN 1..pg_catalog.cardinality(names) OPERATOR(pg_catalog.-) 1 LOOP
+        hash := rate_limit_route_hash(names[name_at OPERATOR(pg_catalog.+) i],
+                                      keys[key_at OPERATOR(pg_catalog.+) i]);
+        IF (hash OPERATOR(pg_catalog.&) mask)
+           OPERATOR(pg_catalog.<>) (first_hash OPERATOR(pg_catalog.&) mask) THEN
             RAISE EXCEPTION 'the limits of rate_limit_take_all are on different partitions'
                 USING ERRCODE = 'feature_not_supported',
                       DETAIL = pg_catalog.format('Limit 1 (%s, %s) is on partition %s and limit %s (%s, %s) on partition %s; a routed call takes from one partition only, so it could not take from all of them or none.',
-                                                 names[pg_catalog.array_lower(names, 1)], keys[pg_catalog.array_lower(keys, 1)],
-                                                 first_partition, i,
-                                                 names[pg_catalog.array_lower(names, 1) + i - 1],
-                                                 keys[pg_catalog.array_lower(keys, 1) + i - 1], partition),
+                                                 names[name_at], keys[key_at],
+                                                 first_hash OPERATOR(pg_catalog.&) mask,
+                                                 i OPERATOR(pg_catalog.+) 1,
+                                                 names[name_at OPERATOR(pg_catalog.+) i],
+                                                 keys[key_at OPERATOR(pg_catalog.+) i],
+                                                 hash OPERATOR(pg_catalog.&) mask),
                       HINT = 'Take the limits one by one, or give limits that must be taken together keys that rate_limit_route_hash() puts on one partition.';
         END IF;
     END LOOP;
-    RETURN rl_take_all_on(first_partition, names, keys, costs, max_wait);
+    RETURN first_hash;
 END
 $$;
+COMMENT ON FUNCTION rl_take_all_route(text[], text[]) IS
+    'the route hash of a rate_limit_take_all call: that of its first bucket; 0A000 when its buckets are on different partitions';
+
+-- All or nothing over several limits, when one partition holds them all.
+CREATE FUNCTION rate_limit_take_all(names text[], keys text[], costs float8[] DEFAULT NULL,
+                                    max_wait interval DEFAULT NULL)
+RETURNS rate_limit_all_decision LANGUAGE plproxy
+AS $$ CLUSTER 'ratelimit'; RUN ON rl_take_all_route(names, keys); $$;
 COMMENT ON FUNCTION rate_limit_take_all(text[], text[], float8[], interval) IS
     'rate_limit_take_all on the partition that holds every bucket of the call; refused (0A000) when they are on different partitions';
 

@@ -5,6 +5,7 @@
 # (router/ratelimit_router.sql): one router and two partitions, each its
 # own throwaway cluster on a unix socket; eight logical partitions, the
 # even ones on the first server, the odd ones on the second.  Checks that
+# the install refuses a server whose connection strings name a user, that
 # every bucket lives where rate_limit_route_hash() puts it, that a policy is
 # defined everywhere by one call, that a routed take commits on its
 # partition whatever the caller's transaction does, that rate_limit_take_all
@@ -13,7 +14,9 @@
 # key's bound with no error and that the partitions together hold exactly
 # what the clients were granted, and that with one partition stopped its
 # keys fail with PL/Proxy's error naming it while the other's keep working,
-# and all work again once it is back.  Starts its three clusters and stops them.
+# and all work again once it is back; and that every routed function
+# reaches its partition as the calling role, whose grants there decide.
+# Starts its three clusters and stops them.
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/lib.sh"
 
@@ -22,6 +25,11 @@ make -s -C "$RL_ROOT" load >/dev/null
 cluster_start # the router
 RL_FAILURES=0
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
+# error_of SQL [psql options]: SQLSTATE: message|detail|hint of its error.
+error_of() {
+    psql -X -q -v VERBOSITY=verbose -v SHOW_CONTEXT=never -c "$1" "${@:2}" 2>&1 |
+        sed -n 's/^ERROR:  //p; s/^DETAIL:  //p; s/^HINT:  //p' | paste -sd '|'
+}
 
 # partition_start N: a cluster of its own for partition server N, in
 # $RL_CLUSTER_DIR/partN; its port into PART_PORT[N].
@@ -49,9 +57,18 @@ partition_start 1
 partition_start 2
 for n in 1 2; do part "$n" -c "CREATE EXTENSION ratelimit" >/dev/null; done
 
-conninfo() { printf 'host=%s port=%s dbname=postgres user=postgres' "$RL_CLUSTER_DIR/part$1" "${PART_PORT[$1]}"; }
+conninfo() { printf 'host=%s port=%s dbname=postgres' "$RL_CLUSTER_DIR/part$1" "${PART_PORT[$1]}"; }
+# A connection string that names a user would make PL/Proxy connect every
+# caller as that user, ignoring the user mappings: the install refuses it.
 q -c "CREATE EXTENSION plproxy" \
   -c "CREATE SERVER ratelimit FOREIGN DATA WRAPPER plproxy OPTIONS (
+          p0 '$(conninfo 1)', p1 '$(conninfo 2) user=postgres')"
+rl_expect_sqlstate "install: refused when a partition's connection string names a user" 22023 \
+    "" -f "$RL_ROOT/router/ratelimit_router.sql"
+rl_expect_value "install: refused, nothing installed" "|" \
+    "SELECT to_regtype('rate_limit_decision'), to_regprocedure('rate_limit_route_hash(text, text)')"
+q -c "DROP SERVER ratelimit"
+q -c "CREATE SERVER ratelimit FOREIGN DATA WRAPPER plproxy OPTIONS (
           p0 '$(conninfo 1)', p1 '$(conninfo 2)', p2 '$(conninfo 1)', p3 '$(conninfo 2)',
           p4 '$(conninfo 1)', p5 '$(conninfo 2)', p6 '$(conninfo 1)', p7 '$(conninfo 2)')" \
   -c "CREATE USER MAPPING FOR PUBLIC SERVER ratelimit"
@@ -98,6 +115,14 @@ rl_expect_sqlstate "take_all across partitions: refused" 0A000 \
     "SELECT * FROM rate_limit_take_all(ARRAY['api', 'api'], ARRAY['k1', '$other'])"
 rl_expect_value "take_all across partitions: nothing taken" "2|5" \
     "SELECT (rate_limit_check('api', 'k1', 0)).remaining, (rate_limit_check('api', '$other', 0)).remaining"
+# A list the partition refuses whatever its buckets goes to one, which
+# says what is wrong.
+rl__expect_got "take_all with a NULL name: the partition says which" \
+    "22004: public.rate_limit_take_all(4): [postgres] REMOTE ERROR: names[2] must not be null" \
+    "$(error_of "SELECT * FROM rate_limit_take_all(ARRAY['api', NULL], ARRAY['k1', '$other'])" | cut -d '|' -f 1)"
+rl__expect_got "take_all with more keys than names: the partition refuses it" \
+    "22023: public.rate_limit_take_all(4): [postgres] REMOTE ERROR: invalid list of limits" \
+    "$(error_of "SELECT * FROM rate_limit_take_all(ARRAY['api'], ARRAY['k1', '$other'])" | cut -d '|' -f 1)"
 
 # 8 clients through the router, 40 keys that never refill (rate 0, burst
 # 25): every key within its bound, no error, and the two servers together
@@ -141,5 +166,68 @@ rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$RL_CLUSTER_DIR/part2/data" -l "$RL_CLUST
     -w -t 60 start >/dev/null
 rl_expect_value "server 2 back: its keys work again" t \
     "SELECT (rate_limit_check('api', '$down_key', 0)).allowed"
+
+# Grants: every routed call reaches its partition as the calling role,
+# through that role's user mapping, so that the partition's grants decide.
+# On the router app and svc may call everything; on the partitions only
+# svc (a member of limiter) may.
+q -c "CREATE ROLE app LOGIN" -c "CREATE ROLE svc LOGIN" \
+  -c "GRANT USAGE ON FOREIGN SERVER ratelimit TO app, svc" \
+  -c "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO app, svc"
+for n in 1 2; do
+    part "$n" -c "CREATE ROLE app LOGIN" -c "CREATE ROLE svc LOGIN" -c "CREATE ROLE limiter" \
+              -c "GRANT limiter TO svc" \
+              -c "REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA public FROM PUBLIC" \
+              -c "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO limiter"
+done
+# A call of each routed function, by its signature on the router.
+declare -A ROUTED=(
+    ['rate_limit_take(text,text,double precision)']="rate_limit_take('api', 'g1')"
+    ['rate_limit_take(text,text,double precision,interval)']="rate_limit_take('api', 'g1', 1, '1 second')"
+    ['rate_limit_check(text,text,double precision)']="rate_limit_check('api', 'g1')"
+    ['rate_limit_check(text,text,double precision,interval)']="rate_limit_check('api', 'g1', 1, '1 second')"
+    ['rate_limit_take(text,text,double precision,double precision,double precision,boolean,double precision)']="rate_limit_take('free', 'g1', 1, 1, 5)"
+    ['rate_limit_check(text,text,double precision,double precision,double precision,boolean,double precision)']="rate_limit_check('free', 'g1', 1, 1, 5)"
+    ['rate_limit_take_explicit(text,text,double precision,double precision,interval,double precision,interval,double precision)']="rate_limit_take_explicit('free', 'g1', 1, 1, '1 second')"
+    ['rate_limit_check_explicit(text,text,double precision,double precision,interval,double precision,interval,double precision)']="rate_limit_check_explicit('free', 'g1', 1, 1, '1 second')"
+    ['rate_limit_refund(text,text,double precision)']="rate_limit_refund('api', 'g1', 1)"
+    ['rate_limit_refund(text,text,double precision,double precision,double precision)']="rate_limit_refund('free', 'g1', 1, 1, 5)"
+    ['rate_limit_refund_explicit(text,text,double precision,double precision,interval,double precision)']="rate_limit_refund_explicit('free', 'g1', 1, 1, '1 second')"
+    ['rate_limit_reset(text,text)']="rate_limit_reset('api', 'g1')"
+    ['rate_limit_define(text,double precision,interval,double precision,double precision,double precision,boolean,interval,double precision,integer,double precision,interval,text)']="rate_limit_define('granted', 1)"
+    ['rate_limit_drop(text)']="rate_limit_drop('granted')"
+    ['rate_limit_buckets(text)']="rate_limit_buckets('api')"
+    ['rate_limit_take_all(text[],text[],double precision[],interval)']="rate_limit_take_all(ARRAY['api', 'api'], ARRAY['k1', '$same'])"
+)
+# Every function of the router that calls a partition is in the list.
+rl_expect_value "grants: every routed function is checked" \
+    "$(printf '%s\n' "${!ROUTED[@]}" | LC_ALL=C sort | paste -sd ' ')" \
+    "SELECT string_agg(p.oid::regprocedure::text, ' ' ORDER BY p.oid::regprocedure::text COLLATE \"C\")
+       FROM pg_proc AS p
+      WHERE p.pronamespace = 'public'::regnamespace AND p.proname LIKE 'rate\_limit\_%'
+        AND p.proname NOT IN ('rate_limit_headers', 'rate_limit_route_hash')"
+rl_expect_value "grants: no function of the router runs as its owner" 0 \
+    "SELECT count(*) FROM pg_proc WHERE pronamespace = 'public'::regnamespace AND prosecdef"
+# routed_as ROLE FUNCTION SQL: "ok", or the SQLSTATE SQL fails with and
+# "remote" when the partition refused the role FUNCTION.
+routed_as() {
+    local out
+    if out=$(psql -X -A -t -q -v ON_ERROR_STOP=1 -v VERBOSITY=verbose -U "$1" -c "$3" 2>&1 >/dev/null); then
+        echo ok
+    else
+        printf '%s %s\n' "$(printf '%s\n' "$out" | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\): .*$/\1/p' | head -n 1)" \
+            "$(case $out in *"REMOTE ERROR: permission denied for function $2"*) echo remote ;;
+                            *) printf '%s\n' "$out" | head -n 1 ;; esac)"
+    fi
+}
+for signature in $(printf '%s\n' "${!ROUTED[@]}" | LC_ALL=C sort | tr ' ' '~'); do
+    signature=${signature//\~/ }
+    function=${signature%%(*}
+    call="SELECT * FROM ${ROUTED[$signature]}"
+    rl__expect_got "grants: $function refused to app by the partition: ${ROUTED[$signature]}" \
+        "42501 remote" "$(routed_as app "$function" "$call")"
+    rl__expect_got "grants: $function served to svc: ${ROUTED[$signature]}" ok \
+        "$(routed_as svc "$function" "$call")"
+done
 
 rl_verdict router
