@@ -6,7 +6,10 @@
 # own throwaway cluster on a unix socket; eight logical partitions, the
 # even ones on the first server, the odd ones on the second.  Checks that
 # the install refuses a server whose connection strings name a user, that
-# every bucket lives where rate_limit_route_hash() puts it, that a policy is
+# every bucket lives where rate_limit_route_hash() puts it, that the route
+# of non-ASCII keys is the same in UTF-8, LATIN1 and SQL_ASCII databases
+# and the md5 of the text in UTF-8, that a NULL name or key is refused
+# (22004) and bytes that are not UTF-8 too (22021), that a policy is
 # defined everywhere by one call, that a routed take commits on its
 # partition whatever the caller's transaction does, that rate_limit_take_all
 # is routed within one partition and refused across two with nothing taken,
@@ -96,6 +99,66 @@ for n in 1 2; do
 done
 rl_expect_value "take: the keys reach both servers" 2 \
     "SELECT count(DISTINCT (rate_limit_route_hash('api', 'k' || g) & 7) % 2) FROM generate_series(1, 20) AS g"
+
+# The route is one function of (name, key) as text in every database,
+# whatever its encoding: the same on the router (UTF-8), in a LATIN1 and a
+# SQL_ASCII database with router/route_hash.sql, as a source partition uses
+# it to move a partition, and on partition server 1.  1000 keys of two
+# Latin-1 letters each (code points 160 to 255: one byte in LATIN1, two in
+# UTF-8), built from their UTF-8 bytes so that every database reads the
+# same characters, under a name with one too.
+export PGCLIENTENCODING=UTF8
+q -c "CREATE DATABASE latin1 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0" \
+  -c "CREATE DATABASE sql_ascii ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+for db in latin1 sql_ascii; do q -d "$db" -f "$RL_ROOT/router/route_hash.sql" >/dev/null; done
+part 1 -f "$RL_ROOT/router/route_hash.sql" >/dev/null
+utf8_letter() { # the letter of code point $1 (160 to 255), from its UTF-8 bytes
+    printf "convert_from(decode(to_hex(192 + (%s) / 64) || to_hex(128 + (%s) %% 64), 'hex'), 'UTF8')" "$1" "$1"
+}
+latin_keys="SELECT g, 'clé ' || $(utf8_letter '160 + g % 96') || $(utf8_letter '160 + g / 96') || g AS key
+              FROM generate_series(1, 1000) AS g"
+routes_sql="SELECT rate_limit_route_hash('débit', key) FROM ($latin_keys) AS k ORDER BY g"
+q -c "$routes_sql" >"$RL_CLUSTER_DIR/routes.utf8"
+# route_differences FILE: keys whose hash, and whose partition of 8, differ from the router's.
+route_differences() {
+    paste -d ' ' "$RL_CLUSTER_DIR/routes.utf8" "$1" |
+        awk '$1 != $2 { h++ } ($1 % 8 + 8) % 8 != ($2 % 8 + 8) % 8 { p++ } END { printf "%d|%d", h, p }'
+}
+rl_expect_value "routes: 1000 keys, none ASCII" "1000|1000" \
+    "SELECT count(*), count(*) FILTER (WHERE key !~ '^[ -~]*$') FROM ($latin_keys) AS k"
+rl_expect_value "routes: LATIN1 stores their 3000 non-ASCII letters in one byte each" 3000 \
+    "SELECT sum(octet_length(convert_to(key, 'UTF8')) - octet_length(key)) FROM ($latin_keys) AS k" -d latin1
+for db in latin1 sql_ascii; do
+    q -d "$db" -c "$routes_sql" >"$RL_CLUSTER_DIR/routes.$db"
+    rl__expect_got "routes: a $db database routes every key as the router (differing hashes|partitions)" \
+        "0|0" "$(route_differences "$RL_CLUSTER_DIR/routes.$db")"
+done
+part 1 -c "$routes_sql" >"$RL_CLUSTER_DIR/routes.part1"
+rl__expect_got "routes: route_hash.sql on partition server 1 routes every key as the router" \
+    "0|0" "$(route_differences "$RL_CLUSTER_DIR/routes.part1")"
+# Stable: in a UTF-8 database the hash is the md5 of the text itself, as it
+# always was there, for ASCII and non-ASCII names and keys alike.
+old_hash="('x' || substr(md5(length(name)::text || ':' || name || key), 1, 8))::bit(32)::integer"
+rl_expect_value "routes: the same hashes as the md5 of the text in a UTF-8 database" "3000|0" \
+    "SELECT count(*), count(*) FILTER (WHERE rate_limit_route_hash(name, key) <> $old_hash)
+       FROM (SELECT 'débit' AS name, key FROM ($latin_keys) AS k
+             UNION ALL SELECT 'api', 'k' || g FROM generate_series(1, 1000) AS g
+             UNION ALL SELECT 'ünïcode ' || g, 'ключ ' || g || ' 鍵 😀' FROM generate_series(1, 1000) AS g) AS t"
+# What has no UTF-8 form is refused: a byte that is not UTF-8 in SQL_ASCII.
+rl__expect_got "routes: SQL_ASCII refuses a key that is not UTF-8" \
+    "22021: key has no UTF-8 form|Converting it to UTF-8 failed: invalid byte sequence for encoding \"UTF8\": 0xe9. A bucket is routed by a hash of the UTF-8 form of its name and key, the same in a database of any encoding.|Pass a name and key that UTF-8 can represent, for example the md5() of the value." \
+    "$(error_of "SELECT rate_limit_route_hash('api', 'caf' || chr(233))" -d sql_ascii)"
+# A NULL name or key names no bucket: 22004 from the hash, on the router too.
+null_name="22004: name must not be null|A bucket is routed by a hash of its name and key; a NULL name names no bucket.|Pass the name of the limit, such as 'api'."
+null_key="22004: key must not be null|A bucket is routed by a hash of its name and key; a NULL key names no bucket.|Use key '' for a limit shared by every caller."
+rl__expect_got "routes: NULL name" "$null_name" "$(error_of "SELECT rate_limit_route_hash(NULL, 'k1')")"
+rl__expect_got "routes: NULL key" "$null_key" "$(error_of "SELECT rate_limit_route_hash('api', NULL)")"
+rl__expect_got "routes: NULL name, LATIN1" "$null_name" "$(error_of "SELECT rate_limit_route_hash(NULL, 'k1')" -d latin1)"
+rl__expect_got "routes: a routed take of a NULL name" "$null_name" \
+    "$(error_of "SELECT * FROM rate_limit_take(NULL, 'k1')")"
+rl__expect_got "routes: a routed check of a NULL key" "$null_key" \
+    "$(error_of "SELECT * FROM rate_limit_check('api', NULL, 0)")"
+unset PGCLIENTENCODING
 
 # A routed take commits on its partition: the caller's rollback does not
 # give its token back.
