@@ -25,12 +25,15 @@
  * to it whenever no take is pending across a refill that fills the bucket.
  * Refunds and resets, which raise a balance, take effect when their
  * transaction commits.  A penalty box, and the first sighting of a key that
- * starts below full, are stored at once and undone by an abort; until
- * the sighting (or a refund or box on a key never seen) commits, the
- * others see the key as new, under any box stored since and less what is
- * pending on it, and once one of them commits a take or a box, as that
- * commit left it.  So admission never exceeds the table engine's at any isolation level, nobody
- * ever waits, and no transaction id is taken.
+ * starts below full, are stored at once and undone by an abort (a box on
+ * the committed bucket as it stands: the refill to the denial, which the
+ * table stores with it, is added when it commits, so an abort leaves
+ * nothing of it); until the sighting (or a refund or box on a key never
+ * seen) commits, the others see the key as new, under any box stored since
+ * and less what is pending on it, and once one of them commits a take or a
+ * box, as that commit left it.  So admission never exceeds the table
+ * engine's at any isolation level, nobody ever waits, and no transaction id
+ * is taken.
  *
  * Locking rules
  * - Each set has a spinlock, held only for a few comparisons and the core's
@@ -168,9 +171,9 @@ struct UndoRecord {
 	bool created;           /* the bucket was stored new: gone if no commit touched it since */
 	bool provisional;       /* a first sighting, that others must not earn from yet */
 	uint32 commits_at;      /* created: the slot's commits then */
-	bool boxed;             /* a penalty box started: lifted if the abort finds it unchanged */
+	bool boxed;             /* a penalty box started (until next.blocked_until_us): lifted if
+	                           the abort finds it unchanged */
 	int64 prior_blocked_us; /* boxed: the box before */
-	int64 boxed_until_us;   /* boxed: the box set */
 };
 
 UndoRecord *undo = NULL;
@@ -460,6 +463,12 @@ FinishRecord(const UndoRecord &record, bool commit)
 				slot.commits++;
 			}
 			if (record.boxed) {
+				/* Decided on the committed bucket, which nothing has changed
+				 * since: refilled to the denial, as the table stores it. */
+				if (record.exact && slot.version == record.version_after && !slot.absent) {
+					slot.bucket = record.next;
+					slot.version++;
+				}
 				/* A committed box settles the key as stored with it, and
 				 * outlives the abort of whoever stored the key first. */
 				slot.unsettled = false;
@@ -470,7 +479,7 @@ FinishRecord(const UndoRecord &record, bool commit)
 				slot.version++;
 			}
 		} else {
-			if (record.boxed && slot.bucket.blocked_until_us == record.boxed_until_us) {
+			if (record.boxed && slot.bucket.blocked_until_us == record.next.blocked_until_us) {
 				slot.bucket.blocked_until_us = record.prior_blocked_us;
 				slot.version++;
 			}
@@ -982,11 +991,13 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	UndoRecord &record = PushUndo(table, id.set, way);
 	/* A first sighting, a key reset before, or a penalty box is stored
 	 * now (a box only ever on a denial, so with nothing pending of its
-	 * own); a take or refund waits for its commit. */
+	 * own); a take or refund waits for its commit.  A box is stored on the
+	 * committed bucket as it is: the refill to now that the table stores
+	 * with it counts once it commits, so that an abort leaves nothing of
+	 * it behind. */
 	const int64 prior_blocked = committed.blocked_until_us;
 	if (is_new || boxed) {
-		/* With nothing pending, as the table stores it: refilled to now. */
-		slot->bucket = boxed && pending == 0.0 ? decision.next : committed;
+		slot->bucket = committed;
 		slot->absent = false;
 		slot->version++;
 	}
@@ -994,7 +1005,6 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 		slot->bucket.blocked_until_us = decision.next.blocked_until_us;
 		record.boxed = true;
 		record.prior_blocked_us = prior_blocked;
-		record.boxed_until_us = decision.next.blocked_until_us;
 	}
 	if (take) {
 		slot->pending += operation.request.cost;

@@ -125,6 +125,25 @@ SELECT allowed, remaining FROM rate_limit_take('mem-sighting', 'k', 50);
 ROLLBACK;
 SET ratelimit.fixed_clock = 2000000500;
 SELECT allowed, remaining FROM rate_limit_take('mem-sighting', 'k', 50);
+-- A penalty box rolled back leaves the bucket as it was, refill included:
+-- the same calls on a memory and a table policy, slowed down from 1 token
+-- a second to 1 an hour after the rollback, grant the same.
+SELECT p.name, (rate_limit_define(p.name, 1, '1 second', 10, penalty => '1 second',
+                                  storage => p.storage)).storage
+  FROM (VALUES ('mem-box-undo', 'memory'), ('table-box-undo', 'table')) AS p(name, storage);
+SET ratelimit.fixed_clock = 2000000600;
+SELECT p, allowed, remaining FROM unnest(ARRAY['mem-box-undo', 'table-box-undo']) AS p,
+       rate_limit_take(p, 'k', 10);
+SET ratelimit.fixed_clock = 2000000605;
+BEGIN;
+SELECT p, allowed, remaining FROM unnest(ARRAY['mem-box-undo', 'table-box-undo']) AS p,
+       rate_limit_take(p, 'k', 10);
+ROLLBACK;
+SELECT p.name, (rate_limit_define(p.name, 1, '1 hour', 10, penalty => '1 second',
+                                  storage => p.storage)).storage
+  FROM (VALUES ('mem-box-undo', 'memory'), ('table-box-undo', 'table')) AS p(name, storage);
+SELECT p, allowed, round(remaining::numeric, 6) AS remaining
+  FROM unnest(ARRAY['mem-box-undo', 'table-box-undo']) AS p, rate_limit_take(p, 'k', 5);
 SET ratelimit.fixed_clock = 2000000103;
 
 -- All or nothing over memory policies; a mix of engines is refused.
