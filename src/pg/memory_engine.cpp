@@ -928,9 +928,10 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	 * the table stores it, so that later refill counts from the same point. */
 	const bool refund = operation.kind == Operation::kRefund && decision.write;
 	const bool boxed = decision.next.blocked_until_us != seen.blocked_until_us;
-	const bool sighting =
-	    is_new && starts_below_full &&
-	    (operation.kind == Operation::kTake || operation.kind == Operation::kRecordNew);
+	/* Any call that writes stores a key never seen that starts below full,
+	 * as the table does (a refund of nothing included), so that it earns
+	 * from its first sighting. */
+	const bool sighting = is_new && starts_below_full;
 	if (operation.kind == Operation::kCheck || operation.kind == Operation::kPeek ||
 	    (!take && !refund && !boxed && !sighting)) {
 		SpinLockRelease(&set->mutex);

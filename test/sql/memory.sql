@@ -144,6 +144,16 @@ SELECT p.name, (rate_limit_define(p.name, 1, '1 hour', 10, penalty => '1 second'
   FROM (VALUES ('mem-box-undo', 'memory'), ('table-box-undo', 'table')) AS p(name, storage);
 SELECT p, allowed, round(remaining::numeric, 6) AS remaining
   FROM unnest(ARRAY['mem-box-undo', 'table-box-undo']) AS p, rate_limit_take(p, 'k', 5);
+-- A refund of nothing on a key never seen stores its first sighting, as
+-- the table does: a key that starts with no tokens earns from then on.
+SELECT p.name, (rate_limit_define(p.name, 1, '1 second', 10, initial => 0,
+                                  storage => p.storage)).storage
+  FROM (VALUES ('mem-refund-new', 'memory'), ('table-refund-new', 'table')) AS p(name, storage);
+SELECT p, allowed, remaining FROM unnest(ARRAY['mem-refund-new', 'table-refund-new']) AS p,
+       rate_limit_refund(p, 'k', 0);
+SET ratelimit.fixed_clock = 2000000608;
+SELECT p, allowed, remaining FROM unnest(ARRAY['mem-refund-new', 'table-refund-new']) AS p,
+       rate_limit_check(p, 'k', 0);
 SET ratelimit.fixed_clock = 2000000103;
 
 -- All or nothing over memory policies; a mix of engines is refused.
