@@ -49,7 +49,8 @@
  *   the limit before is kept with the count of those holds, and until they
  *   end every call counts on no more than either limit leaves.  A policy
  *   row written with another limit marks its buckets kept until a call
- *   under another limit, or a purge, judges them again.
+ *   under another limit, or a purge, judges them again; an abort of the
+ *   (sub)transaction that wrote it takes back the marks it added.
  * - A new key takes a free slot of its set, else evicts a bucket that is
  *   full, not kept and no transaction holds (forgetting it changes no
  *   answer); when
@@ -99,6 +100,7 @@ struct Slot {
 	bool remembers;  /* starts below full: forgetting it would change answers */
 	bool kept;       /* its policy was written since a call last judged it: not evicted
 	                    (nor left unsaved) until a call under another limit does */
+	uint64 kept_by;  /* the mark (KeptMark) that set `kept`, taken back if its writer aborts */
 	int holds;       /* undo records of open transactions */
 	int provisional; /* first sightings of open transactions: not yet the key's */
 	bool unsettled;  /* an open transaction stored the key new, starting below full,
@@ -131,15 +133,16 @@ struct Set {
 struct MemoryTable {
 	int sets;
 	int capacity;
-	uint64 seed; /* of the set a key hashes to: unknown outside the server */
-	Size texts;  /* offset of the text array */
+	uint64 seed;            /* of the set a key hashes to: unknown outside the server */
+	pg_atomic_uint64 marks; /* KeptMark ids handed out */
+	Size texts;             /* offset of the text array */
 	Set set[FLEXIBLE_ARRAY_MEMBER];
 };
 
 constexpr const char *kSegmentName = "ratelimit_memory";
 constexpr const char *kSaveFile = "pg_stat/ratelimit_memory.stat";
 constexpr const char *kSaveTempFile = "pg_stat/ratelimit_memory.tmp";
-constexpr uint32 kSaveMagic = 0x524C4D33; /* "RLM3" */
+constexpr uint32 kSaveMagic = 0x524C4D34; /* "RLM4" */
 
 /* Settings. */
 int memory_buckets = 10000;
@@ -180,6 +183,19 @@ UndoRecord *undo = NULL;
 int undo_count = 0;
 int undo_capacity = 0;
 
+/* Buckets an open (sub)transaction marked kept by writing a policy
+ * (KeepMemoryBuckets): the slots whose kept_by is `id`, unmarked again if
+ * it aborts. */
+struct KeptMark {
+	KeptMark *older;
+	SubTransactionId subxact;
+	uint64 id;
+	int name_bytes;
+	char name[FLEXIBLE_ARRAY_MEMBER];
+};
+
+KeptMark *kept_marks = NULL; /* newest first, in TopTransactionContext */
+
 int
 SetsFor(int capacity)
 {
@@ -215,6 +231,7 @@ InitTable(void *memory)
 	    MAXALIGN(add_size(offsetof(MemoryTable, set), mul_size(table->sets, sizeof(Set))));
 	if (!pg_strong_random(&table->seed, sizeof(table->seed)))
 		table->seed = static_cast<uint64>(GetCurrentTimestamp()) ^ static_cast<uint64>(MyProcPid);
+	pg_atomic_init_u64(&table->marks, 0);
 	for (int s = 0; s < table->sets; s++) {
 		SpinLockInit(&table->set[s].mutex);
 		for (int w = 0; w < kWays; w++) {
@@ -224,6 +241,7 @@ InitTable(void *memory)
 			slot.prior_holds = 0;
 			slot.limit_epoch = 0;
 			slot.kept = false;
+			slot.kept_by = 0;
 			slot.provisional = 0;
 			slot.unsettled = false;
 			slot.generation = 0;
@@ -518,6 +536,28 @@ EndUndo(bool commit, SubTransactionId subxact)
 	undo_count = first;
 }
 
+template <typename Visit>
+void ForEachSlotOf(MemoryTable *table, const char *name, int name_bytes, Visit visit);
+
+/* Ends the marks of subtransaction `subxact` and of those inside it: an
+ * abort takes them back, a commit leaves them. */
+void
+EndKeptMarks(bool commit, SubTransactionId subxact)
+{
+	while (kept_marks != NULL && kept_marks->subxact >= subxact) {
+		if (!commit) {
+			const uint64 id = kept_marks->id;
+			ForEachSlotOf(memory_table, kept_marks->name, kept_marks->name_bytes, [id](Slot &slot) {
+				if (slot.kept && slot.kept_by == id) {
+					slot.kept = false;
+					slot.kept_by = 0;
+				}
+			});
+		}
+		kept_marks = kept_marks->older;
+	}
+}
+
 void
 MemoryXactCallback(XactEvent event, void *)
 {
@@ -525,10 +565,16 @@ MemoryXactCallback(XactEvent event, void *)
 	case XACT_EVENT_COMMIT:
 	case XACT_EVENT_PARALLEL_COMMIT:
 		EndUndo(true, InvalidSubTransactionId);
+		EndKeptMarks(true, InvalidSubTransactionId);
 		break;
 	case XACT_EVENT_ABORT:
 	case XACT_EVENT_PARALLEL_ABORT:
 		EndUndo(false, InvalidSubTransactionId);
+		EndKeptMarks(false, InvalidSubTransactionId);
+		break;
+	case XACT_EVENT_PREPARE:
+		/* What the prepared transaction wrote stays marked. */
+		EndKeptMarks(true, InvalidSubTransactionId);
 		break;
 	case XACT_EVENT_PRE_PREPARE:
 		if (undo_count > 0)
@@ -544,10 +590,14 @@ MemorySubXactCallback(SubXactEvent event, SubTransactionId subxact, SubTransacti
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB) {
 		EndUndo(false, subxact);
+		EndKeptMarks(false, subxact);
 	} else if (event == SUBXACT_EVENT_COMMIT_SUB) {
 		/* Its changes are its parent's now. */
 		for (int i = undo_count - 1; i >= 0 && undo[i].subxact >= subxact; i--)
 			undo[i].subxact = parent;
+		for (KeptMark *mark = kept_marks; mark != NULL && mark->subxact >= subxact;
+		     mark = mark->older)
+			mark->subxact = parent;
 	}
 }
 
@@ -676,6 +726,7 @@ struct SavedBucket {
 	int name_bytes;
 	int key_bytes;
 	bool remembers;
+	bool kept;
 	double start_tokens;
 	core::Limit limit;
 	core::Bucket bucket;
@@ -735,7 +786,8 @@ SaveBuckets(int code, Datum)
 			saved.database = slot.database;
 			saved.name_bytes = slot.name_bytes;
 			saved.key_bytes = slot.key_bytes;
-			saved.remembers = slot.remembers || slot.kept;
+			saved.remembers = slot.remembers;
+			saved.kept = slot.kept;
 			saved.start_tokens = slot.start_tokens;
 			saved.limit = slot.limit;
 			saved.bucket = slot.bucket;
@@ -833,7 +885,8 @@ LoadSavedBuckets(MemoryTable *table)
 		slot.provisional = 0;
 		slot.unsettled = false;
 		slot.remembers = saved.remembers;
-		slot.kept = false;
+		slot.kept = saved.kept;
+		slot.kept_by = 0;
 		slot.hash = hash.hash;
 		slot.check = hash.check;
 		slot.database = saved.database;
@@ -953,6 +1006,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 		slot->holds = 0;
 		slot->prior_holds = 0;
 		slot->kept = false;
+		slot->kept_by = 0;
 		slot->provisional = 0;
 		slot->unsettled = false;
 		slot->pending = 0.0;
@@ -985,6 +1039,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 		}
 		slot->limit_epoch++;
 		slot->kept = false; /* judged under the new definition from now on */
+		slot->kept_by = 0;
 	}
 	slot->remembers = starts_below_full;
 	slot->start_tokens = start_tokens;
@@ -1143,8 +1198,28 @@ KeepMemoryBuckets(const char *name, int name_bytes)
 		return;
 	/* Judged full by the limit they last saw, they could be evicted (or
 	 * left out of the save file) while the new one still counts them short
-	 * of full: kept until a call judges them again. */
-	ForEachSlotOf(table, name, name_bytes, [](Slot &slot) { slot.kept = true; });
+	 * of full: kept until a call judges them again.  The marks this write
+	 * adds are taken back if its (sub)transaction aborts. */
+	const SubTransactionId subxact = GetCurrentSubTransactionId();
+	KeptMark *mark = kept_marks;
+	if (mark == NULL || mark->subxact != subxact || mark->name_bytes != name_bytes ||
+	    memcmp(mark->name, name, name_bytes) != 0) {
+		mark = static_cast<KeptMark *>(
+		    MemoryContextAlloc(TopTransactionContext, offsetof(KeptMark, name) + name_bytes));
+		mark->subxact = subxact;
+		mark->id = pg_atomic_add_fetch_u64(&table->marks, 1);
+		mark->name_bytes = name_bytes;
+		memcpy(mark->name, name, name_bytes);
+		mark->older = kept_marks;
+		kept_marks = mark;
+	}
+	const uint64 id = mark->id;
+	ForEachSlotOf(table, name, name_bytes, [id](Slot &slot) {
+		if (!slot.kept) {
+			slot.kept = true;
+			slot.kept_by = id;
+		}
+	});
 }
 
 void

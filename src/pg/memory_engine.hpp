@@ -49,7 +49,8 @@ int64 ResetMemoryLimit(text *name);
 
 /* Limit `name` of this database was defined or redefined: its buckets
  * stay (are neither evicted nor left unsaved) until a call under the new
- * definition judges them. */
+ * definition judges them.  If the caller's (sub)transaction aborts, the
+ * buckets it marked so are as they were. */
 void KeepMemoryBuckets(const char *name, int name_bytes);
 
 /* Visits the memory buckets of `name` of this database, in key order,

@@ -17,7 +17,9 @@
 #   they empty the unlogged table;
 # - a bounded engine: full buckets are evicted without changing an answer,
 #   and a new key that finds only buckets that are not full is refused
-#   with 53400, changing nothing;
+#   with 53400, changing nothing; a redefined policy's buckets keep their
+#   places until judged again, across a clean restart too, and a
+#   redefinition rolled back keeps none;
 # - on a hot standby the engine works on the standby's own buckets;
 # - without preloading: before 17 a clear 55000 naming the setting, from 17
 #   the engine works all the same.
@@ -297,6 +299,48 @@ fill_with_never 2000003040
 rl_expect_value "the bucket keeps its place all the same" 31 \
     "SELECT count(*) FROM rate_limit_buckets('never')"
 q -c "CALL rate_limit_reset_limit('never')" -c "CALL rate_limit_reset_limit('slowed')" >/dev/null
+# A redefinition rolled back, whole or to a savepoint, marks nothing:
+# buckets full under the definition that stays give their places up.
+q -c "SET ratelimit.fixed_clock = 2000004000" \
+  -c "SELECT rate_limit_define('slowed', 1, '1 second', 10, storage => 'memory')" -c "
+    DO \$\$ BEGIN
+        FOR i IN 1..40 LOOP
+            BEGIN
+                PERFORM rate_limit_take('slowed', 'v' || i, 10);
+            EXCEPTION WHEN configuration_limit_exceeded THEN NULL;
+            END;
+            COMMIT;
+        END LOOP;
+    END \$\$" \
+  -c "BEGIN" -c "SAVEPOINT s" -c "SELECT rate_limit_define('slowed', 1, '1 hour', 10, storage => 'memory')" \
+  -c "ROLLBACK TO SAVEPOINT s" -c "COMMIT" \
+  -c "BEGIN" -c "SELECT rate_limit_define('slowed', 1, '1 hour', 10, storage => 'memory')" -c "ROLLBACK" \
+  >/dev/null
+fill_with_never 2000004020
+rl_expect_value "after redefinitions rolled back, keys that never fill take every place" 32 \
+    "SELECT count(*) FROM rate_limit_buckets('never')"
+q -c "CALL rate_limit_reset_limit('never')" -c "CALL rate_limit_reset_limit('slowed')" >/dev/null
+# Kept across a clean restart: a bucket full under the old definition
+# (1 token a second, since 2001) but not under the new one (1 every ten
+# years) is saved, keeps its place, and a purge judges it under the new one.
+q -c "SET ratelimit.fixed_clock = 1000000000" \
+  -c "SELECT rate_limit_define('slowed', 1, '1 second', 10, storage => 'memory')" \
+  -c "SELECT rate_limit_take('slowed', 'victim', 10)" \
+  -c "SELECT rate_limit_define('slowed', 1, '10 years', 10, storage => 'memory')" >/dev/null
+restart fast
+rl_expect_value "a kept bucket is saved at a clean shutdown" victim \
+    "SELECT string_agg(key, ',') FROM rate_limit_buckets('slowed')"
+fill_with_never 1000000020
+rl_expect_value "and keeps its place after the restart" 31 \
+    "SELECT count(*) FROM rate_limit_buckets('never')"
+q -c "CALL rate_limit_reset_limit('never')" >/dev/null
+q -c "SET ratelimit.fixed_clock = 1000000020" -c "CALL rate_limit_purge('slowed')" >/dev/null
+rl_expect_value "a purge keeps it while it is short of full under the new definition" 1 \
+    "SELECT count(*) FROM rate_limit_buckets('slowed')"
+q -c "SET ratelimit.fixed_clock = 4200000000" -c "CALL rate_limit_purge('slowed')" >/dev/null
+rl_expect_value "and forgets it once it is full" 0 \
+    "SELECT count(*) FROM rate_limit_buckets('slowed')"
+q -c "CALL rate_limit_reset_limit('slowed')" >/dev/null
 
 # On a hot standby the engine works, on the standby's own buckets: a take
 # there is not seen on the primary, nor the primary's there.
