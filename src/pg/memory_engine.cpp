@@ -3,7 +3,8 @@
  *
  * The memory engine: a fixed table of buckets in shared memory, in sets of
  * kWays slots.  A bucket lives in the set its hash of (database, name, key)
- * picks, under a seed drawn when the table is created, in any of that set's
+ * picks, under a seed drawn when the table is created (or the one saved at
+ * a clean shutdown, for a table of as many sets), in any of that set's
  * slots.  A lookup recognises a bucket by its database, the lengths of its
  * name and key and a 128-bit hash of them under that seed: it reads only
  * the set's slot headers, which lie together.  Names and keys are kept in
@@ -61,13 +62,17 @@
  *   its spinlock and work on the copies; purge frees a slot only if its
  *   version is still the one it judged and no transaction holds it.
  * - A clean shutdown (preloaded only) saves every bucket that is not full
- *   to pg_stat/ratelimit_memory.stat, ending in a CRC-32C of the rest; the
- *   next start loads and deletes it, if the control file says that
- *   shutdown was clean and the CRC matches (else it loads nothing).  After a crash or an
- *   immediate shutdown nothing is saved, and the buckets start afresh, as
- *   ratelimit.buckets, being unlogged, does.
+ *   to pg_stat/ratelimit_memory.stat (mode 0600), with the table's number
+ *   of sets and seed, ending in a CRC-32C of the rest; the next start
+ *   loads and deletes it, if the control file says that shutdown was clean
+ *   and the CRC matches (else it loads nothing), and takes that seed again
+ *   if it has as many sets, so that every bucket fits in its set again.
+ *   After a crash or an immediate shutdown nothing is saved, and the
+ *   buckets start afresh, as ratelimit.buckets, being unlogged, does.
  */
 #include "pg/memory_engine.hpp"
+
+#include <sys/stat.h>
 
 extern "C" {
 #include "catalog/pg_control.h"
@@ -142,7 +147,7 @@ struct MemoryTable {
 constexpr const char *kSegmentName = "ratelimit_memory";
 constexpr const char *kSaveFile = "pg_stat/ratelimit_memory.stat";
 constexpr const char *kSaveTempFile = "pg_stat/ratelimit_memory.tmp";
-constexpr uint32 kSaveMagic = 0x524C4D34; /* "RLM4" */
+constexpr uint32 kSaveMagic = 0x524C4D35; /* "RLM5" */
 
 /* Settings. */
 int memory_buckets = 10000;
@@ -737,6 +742,8 @@ struct SavedHeader {
 	uint32 magic;
 	uint32 bucket_bytes; /* sizeof(SavedBucket) */
 	int32 count;
+	int32 sets;  /* the table's sets */
+	uint64 seed; /* and its seed: a table of as many sets takes it again */
 };
 
 /* Whether forgetting `slot` would change an answer. */
@@ -769,14 +776,16 @@ SaveBuckets(int code, Datum)
 		return;
 	}
 	const TimestampTz now = GetCurrentTimestamp();
-	SavedHeader header{kSaveMagic, sizeof(SavedBucket), 0};
+	SavedHeader header{kSaveMagic, sizeof(SavedBucket), 0, memory_table->sets, memory_table->seed};
 	for (int s = 0; s < memory_table->sets; s++)
 		for (int w = 0; w < kWays; w++)
 			header.count += WorthSaving(memory_table->set[s].slots[w], now);
 	pg_crc32c crc;
 	INIT_CRC32C(crc);
 	COMP_CRC32C(crc, &header, sizeof(header));
-	bool ok = fwrite(&header, sizeof(header), 1, file) == 1;
+	/* The seed is the server's secret, whatever the data directory's mode. */
+	bool ok = fchmod(fileno(file), S_IRUSR | S_IWUSR) == 0 &&
+	          fwrite(&header, sizeof(header), 1, file) == 1;
 	for (int s = 0; ok && s < memory_table->sets; s++)
 		for (int w = 0; ok && w < kWays; w++) {
 			const Slot &slot = memory_table->set[s].slots[w];
@@ -856,6 +865,11 @@ LoadSavedBuckets(MemoryTable *table)
 	bool ok = ShutdownWasClean() && SaveFileIntact(file) &&
 	          fread(&header, sizeof(header), 1, file) == 1 && header.magic == kSaveMagic &&
 	          header.bucket_bytes == sizeof(SavedBucket) && header.count >= 0;
+	/* With as many sets as before, the seed of before puts every bucket
+	 * back in the set it fitted in; otherwise they are placed afresh, and
+	 * some may find no room. */
+	if (ok && header.sets == table->sets)
+		table->seed = header.seed;
 	int32 loaded = 0;
 	int32 read = 0;
 	for (; ok && read < header.count; read++) {

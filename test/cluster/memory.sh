@@ -184,6 +184,38 @@ rl_expect_value "and says so in the server log" 1 \
 [ ! -e "$save" ] ||
     { printf 'FAILED: the damaged save file was not deleted\n'; RL_FAILURES=$((RL_FAILURES + 1)); }
 
+# A clean restart puts every bucket back in a set it fitted in: an engine
+# whose every place holds a bucket that is not full loads every one.  The
+# file, which holds the seed that places keys, is the server owner's alone.
+q -c "SELECT rate_limit_define('crowd', 0, '1 second', 5, storage => 'memory')" -c "
+    DO \$\$ BEGIN
+        FOR i IN 1..3000 LOOP
+            BEGIN
+                PERFORM rate_limit_take('crowd', 'c' || i, 1);
+            EXCEPTION WHEN configuration_limit_exceeded THEN NULL;
+            END;
+        END LOOP;
+    END \$\$" >/dev/null
+crowd=$(q -c "SELECT count(*) FROM rate_limit_buckets('crowd')")
+rl_check "$crowd >= 1000" "$crowd buckets not full fill the engine of 1024 (1000 or more expected)"
+rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$RL_CLUSTER_DATA" -m fast -w -t 60 stop >/dev/null
+mode=$(stat -c %a "$save")
+rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$RL_CLUSTER_DATA" -l "$RL_CLUSTER_DIR/server.log" \
+    -w -t 60 start >/dev/null
+rl_expect_value "the save file is readable by the server's owner only" 600 "SELECT $mode"
+rl_expect_value "a clean restart loads every bucket of a full engine" "$crowd" \
+    "SELECT count(*) FROM rate_limit_buckets('crowd')"
+# With fewer places than before, the buckets are placed afresh: those that
+# find no room start full again, and the server log says how many.
+restart fast "ratelimit.memory_buckets = 512"
+loaded=$(q -c "SELECT count(*) FROM rate_limit_buckets('crowd')")
+lost=$(sed -n 's/.*LOG:  \([0-9]*\) of the [0-9]* memory buckets in "pg_stat\/ratelimit_memory.stat" found no room/\1/p' \
+       "$RL_CLUSTER_DIR/server.log" | tail -n 1)
+rl_check "$loaded <= 512 && ${lost:-0} >= $crowd - 512 && $loaded + ${lost:-0} >= $crowd" \
+    "with 512 places, $loaded buckets loaded and ${lost:-no} found no room, of $crowd and a few others"
+q -c "CALL rate_limit_reset_limit('crowd')" >/dev/null
+restart fast "ratelimit.memory_buckets = 1024"
+
 # A crash (a backend killed) empties the engine, as it empties the unlogged
 # table; so does an immediate shutdown.
 q -c "SELECT rate_limit_take('life', 'a', 1)" >/dev/null
