@@ -101,16 +101,16 @@ constexpr int kInlineBytes = 48;
 
 struct Slot {
 	bool used;
-	bool absent;     /* reset: the key counts as never seen (its pending takes stay) */
-	bool remembers;  /* starts below full: forgetting it would change answers */
-	bool kept;       /* its policy was written since a call last judged it: not evicted
-	                    (nor left unsaved) until a call under another limit does */
-	uint64 kept_by;  /* the mark (KeptMark) that set `kept`, taken back if its writer aborts */
-	int holds;       /* undo records of open transactions */
-	int provisional; /* first sightings of open transactions: not yet the key's */
-	bool unsettled;  /* an open transaction stored the key new, starting below full,
-	                    and no commit has settled it since: the others see it as new
-	                    (under any penalty box stored meanwhile) */
+	bool absent;       /* reset: the key counts as never seen (its pending takes stay) */
+	bool remembers;    /* starts below full: forgetting it would change answers */
+	bool kept;         /* its policy was written since a call last judged it: not evicted
+	                      (nor left unsaved) until a call under another limit does */
+	uint64 kept_by;    /* the mark (KeptMark) that set `kept`, taken back if its writer aborts */
+	int64 holds;       /* undo records of open transactions */
+	int64 provisional; /* first sightings of open transactions: not yet the key's */
+	bool unsettled;    /* an open transaction stored the key new, starting below full,
+	                      and no commit has settled it since: the others see it as new
+	                      (under any penalty box stored meanwhile) */
 	uint32 generation;
 	uint32 commits; /* commits that changed the bucket */
 	uint64 version;
@@ -123,7 +123,7 @@ struct Slot {
 	double pending;                 /* costs of takes not yet committed */
 	core::Limit limit;              /* as last used: whether it is full, how it refills */
 	uint32 limit_epoch;             /* changes whenever `limit` or `start_tokens` does */
-	int prior_holds;                /* holds from before the last change of limit */
+	int64 prior_holds;              /* holds from before the last change of limit */
 	core::Limit prior_limit;        /* the limit before that change */
 	double prior_start_tokens;      /* and what a new key started with under it */
 	core::Bucket bucket;            /* as committed */
@@ -159,34 +159,90 @@ RlShmemRequestHook prev_shmem_request_hook = NULL;
 shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 /* What an open transaction did to a slot, to finish at commit or undo at
- * abort. */
+ * abort: 80 bytes, as one transaction may keep millions. */
 struct UndoRecord {
-	int set;
-	int way;
+	int32 set;
 	uint32 generation;
 	uint64 version_after; /* the committed state it left */
+	int64 terms;          /* in undo_terms: the limit it was decided under */
 	SubTransactionId subxact;
-	double pending;         /* a take's cost, pending until commit */
-	double refund;          /* a refund, applied at commit */
-	bool refunds;           /* a refund was made (of `refund` tokens, maybe 0) */
-	bool exact;             /* nothing else was pending: at commit, `next` is the bucket */
-	core::Limit limit;      /* the limit it was decided under */
-	double start_tokens;    /* and what a new key started with then */
-	uint32 limit_epoch;     /* the slot's limit_epoch then */
-	core::Bucket next;      /* the bucket the take or refund decided, as the table stores it */
-	TimestampTz at;         /* when it was decided */
-	bool reset;             /* a reset, applied at commit */
-	bool created;           /* the bucket was stored new: gone if no commit touched it since */
-	bool provisional;       /* a first sighting, that others must not earn from yet */
-	uint32 commits_at;      /* created: the slot's commits then */
-	bool boxed;             /* a penalty box started (until next.blocked_until_us): lifted if
-	                           the abort finds it unchanged */
-	int64 prior_blocked_us; /* boxed: the box before */
+	uint32 limit_epoch; /* the slot's limit_epoch then */
+	uint32 commits_at;  /* created: the slot's commits then */
+	uint8 way;
+	bool takes : 1;       /* a take of `amount`, pending until commit */
+	bool refunds : 1;     /* a refund of `amount` (maybe 0), applied at commit */
+	bool exact : 1;       /* nothing else was pending: at commit, `next` is the bucket */
+	bool reset : 1;       /* a reset, applied at commit */
+	bool created : 1;     /* the bucket was stored new: gone if no commit touched it since */
+	bool provisional : 1; /* a first sighting, that others must not earn from yet */
+	bool boxed : 1;       /* a penalty box started (until next.blocked_until_us): lifted
+	                         if the abort finds it unchanged */
+	union {
+		double amount;          /* takes, refunds */
+		int64 prior_blocked_us; /* boxed: the box before */
+	};
+	core::Bucket next; /* the bucket the take or refund decided, as the table stores it */
+	TimestampTz at;    /* when it was decided */
 };
 
-UndoRecord *undo = NULL;
-int undo_count = 0;
-int undo_capacity = 0;
+static_assert(sizeof(UndoRecord) <= 80, "an undo record takes 80 bytes");
+
+/* The limit an undo record was decided under, and what a new key started
+ * with then: kept once for a run of records that share them. */
+struct UndoTerms {
+	core::Limit limit;
+	double start_tokens;
+};
+
+/* A log of entries that grows in chunks of 2^shift entries, allocated in
+ * TopMemoryContext as it needs them: no entry ever moves, and no request is
+ * larger than a chunk.  Plain data. */
+template <typename T, int shift> struct ChunkLog {
+	T **chunks;      /* `allocated` of them, room for `room` pointers */
+	int64 allocated; /* chunks */
+	int64 room;      /* chunk pointers */
+	int64 count;     /* entries */
+};
+
+/* Room for one more entry of `log`. */
+template <typename T, int shift>
+void
+LogReserve(ChunkLog<T, shift> &log)
+{
+	if (log.count < (log.allocated << shift))
+		return;
+	if (log.allocated == log.room) {
+		const int64 room = log.room == 0 ? 16 : log.room * 2;
+		log.chunks = static_cast<T **>(
+		    log.chunks == NULL ? MemoryContextAlloc(TopMemoryContext, sizeof(T *) * room)
+		                       : repalloc(log.chunks, sizeof(T *) * room));
+		log.room = room;
+	}
+	log.chunks[log.allocated] =
+	    static_cast<T *>(MemoryContextAlloc(TopMemoryContext, sizeof(T) << shift));
+	log.allocated++;
+}
+
+template <typename T, int shift>
+T &
+LogAt(const ChunkLog<T, shift> &log, int64 i)
+{
+	return log.chunks[i >> shift][i & ((int64{1} << shift) - 1)];
+}
+
+/* Gives back the chunks `log` no longer needs, but the first. */
+template <typename T, int shift>
+void
+LogTrim(ChunkLog<T, shift> &log)
+{
+	const int64 needed = Max((log.count + (int64{1} << shift) - 1) >> shift, 1);
+	while (log.allocated > needed)
+		pfree(log.chunks[--log.allocated]);
+}
+
+/* This backend's undo records, oldest first, and the terms they refer to. */
+ChunkLog<UndoRecord, 8> undo = {}; /* chunks of 20 kB */
+ChunkLog<UndoTerms, 6> undo_terms = {};
 
 /* Buckets an open (sub)transaction marked kept by writing a policy
  * (KeepMemoryBuckets): the slots whose kept_by is `id`, unmarked again if
@@ -358,32 +414,40 @@ RequireTable()
 	return table;
 }
 
-/* Room for one more undo record, made before any slot changes. */
+bool
+SameLimit(const core::Limit &a, const core::Limit &b)
+{
+	return a.rate == b.rate && a.burst == b.burst && a.window_us == b.window_us &&
+	       a.phase_us == b.phase_us && a.floor_rate == b.floor_rate && a.penalty_us == b.penalty_us;
+}
+
+/* Room for one more undo record and its terms, made before any slot
+ * changes. */
 void
 ReserveUndo()
 {
-	if (undo_count < undo_capacity)
-		return;
-	const int capacity = undo_capacity == 0 ? 16 : undo_capacity * 2;
-	undo = static_cast<UndoRecord *>(
-	    undo == NULL ? MemoryContextAlloc(TopMemoryContext, sizeof(UndoRecord) * capacity)
-	                 : repalloc(undo, sizeof(UndoRecord) * capacity));
-	undo_capacity = capacity;
+	LogReserve(undo);
+	LogReserve(undo_terms);
 }
 
-/* A new undo record for `way` of set `set`, which the caller then fills;
- * under the set's spinlock, after ReserveUndo. */
+/* A new undo record for `way` of set `set`, decided under `limit` with
+ * new keys starting at `start_tokens`, which the caller then fills; under
+ * the set's spinlock, after ReserveUndo. */
 UndoRecord &
-PushUndo(MemoryTable *table, int set, int way)
+PushUndo(MemoryTable *table, int set, int way, const core::Limit &limit, double start_tokens)
 {
 	Slot &slot = table->set[set].slots[way];
-	UndoRecord &record = undo[undo_count++];
+	if (undo_terms.count == 0 || !SameLimit(LogAt(undo_terms, undo_terms.count - 1).limit, limit) ||
+	    LogAt(undo_terms, undo_terms.count - 1).start_tokens != start_tokens)
+		LogAt(undo_terms, undo_terms.count++) = UndoTerms{limit, start_tokens};
+	UndoRecord &record = LogAt(undo, undo.count++);
 	record = UndoRecord{};
 	record.set = set;
-	record.way = way;
+	record.way = static_cast<uint8>(way);
 	record.generation = slot.generation;
 	record.limit_epoch = slot.limit_epoch;
 	record.subxact = GetCurrentSubTransactionId();
+	record.terms = undo_terms.count - 1;
 	slot.holds++;
 	return record;
 }
@@ -424,18 +488,12 @@ Available(const Slot &slot, const core::Limit &limit, double start_tokens, Times
 	return Spent(Committed(slot, limit, start_tokens, now), slot.pending, limit, now);
 }
 
-bool
-SameLimit(const core::Limit &a, const core::Limit &b)
-{
-	return a.rate == b.rate && a.burst == b.burst && a.window_us == b.window_us &&
-	       a.phase_us == b.phase_us && a.floor_rate == b.floor_rate && a.penalty_us == b.penalty_us;
-}
-
 /* Finishes `record`: at commit its take leaves the committed bucket and
  * its refund or reset takes effect; at abort whatever it changed is undone. */
 void
 FinishRecord(const UndoRecord &record, bool commit)
 {
+	const UndoTerms &terms = LogAt(undo_terms, record.terms);
 	Set *set = &memory_table->set[record.set];
 	SpinLockAcquire(&set->mutex);
 	Slot &slot = set->slots[record.way];
@@ -446,11 +504,12 @@ FinishRecord(const UndoRecord &record, bool commit)
 		slot.provisional -= record.provisional;
 		if (slot.provisional == 0)
 			slot.unsettled = false;
-		slot.pending -= record.pending;
+		if (record.takes)
+			slot.pending -= record.amount;
 		if (slot.holds == 0)
 			slot.pending = 0.0; /* no rounding left behind */
 		if (commit) {
-			if (record.pending > 0.0 || record.refunds) {
+			if (record.takes || record.refunds) {
 				if (record.exact && slot.version == record.version_after && !slot.absent) {
 					/* Decided on the committed bucket, which nothing has
 					 * changed since: what it decided, as the table stores it. */
@@ -461,10 +520,10 @@ FinishRecord(const UndoRecord &record, bool commit)
 					 * counted twice); refill it could not hold since is not
 					 * credited. */
 					core::Bucket bucket =
-					    Committed(slot, record.limit, record.start_tokens, record.at);
+					    Committed(slot, terms.limit, terms.start_tokens, record.at);
 					if (bucket.stamp_us < record.at) {
 						const core::Bucket from = bucket;
-						bucket = core::Refill(from, record.limit, record.at);
+						bucket = core::Refill(from, terms.limit, record.at);
 						/* Takes decided under the definition before are still
 						 * open: no more refill than it gives either. */
 						if (slot.prior_holds > 0)
@@ -472,9 +531,10 @@ FinishRecord(const UndoRecord &record, bool commit)
 							    Min(bucket.tokens,
 							        core::Refill(from, slot.prior_limit, record.at).tokens);
 					}
-					bucket.tokens -= record.pending;
-					if (record.refund > 0.0)
-						bucket = core::Refund(bucket, record.limit, record.refund,
+					if (record.takes)
+						bucket.tokens -= record.amount;
+					if (record.refunds && record.amount > 0.0)
+						bucket = core::Refund(bucket, terms.limit, record.amount,
 						                      Max(record.at, bucket.stamp_us))
 						             .next;
 					slot.bucket = bucket;
@@ -522,23 +582,45 @@ FinishRecord(const UndoRecord &record, bool commit)
 	SpinLockRelease(&set->mutex);
 }
 
+/* Drops the undo records from number `first` on, and the terms only they
+ * refer to. */
+void
+TruncateUndo(int64 first)
+{
+	undo.count = first;
+	undo_terms.count = first == 0 ? 0 : LogAt(undo, first - 1).terms + 1;
+}
+
+/* Undoes the undo records from number `first` on, newest first, and drops
+ * them. */
+void
+UndoSince(int64 first)
+{
+	for (int64 i = undo.count - 1; i >= first; i--)
+		FinishRecord(LogAt(undo, i), false);
+	TruncateUndo(first);
+}
+
 /* Ends the undo records of subtransaction `subxact` and of those inside
  * it (the newest ones): committed oldest first, undone newest first. */
 void
 EndUndo(bool commit, SubTransactionId subxact)
 {
-	if (undo_count == 0)
-		return;
-	int first = undo_count;
-	while (first > 0 && undo[first - 1].subxact >= subxact)
+	int64 first = undo.count;
+	while (first > 0 && LogAt(undo, first - 1).subxact >= subxact)
 		first--;
-	if (commit)
-		for (int i = first; i < undo_count; i++)
-			FinishRecord(undo[i], true);
-	else
-		for (int i = undo_count - 1; i >= first; i--)
-			FinishRecord(undo[i], false);
-	undo_count = first;
+	if (commit) {
+		for (int64 i = first; i < undo.count; i++)
+			FinishRecord(LogAt(undo, i), true);
+		TruncateUndo(first);
+	} else {
+		UndoSince(first);
+	}
+	if (subxact == InvalidSubTransactionId) {
+		/* What one large transaction needed is not kept for the next. */
+		LogTrim(undo);
+		LogTrim(undo_terms);
+	}
 }
 
 template <typename Visit>
@@ -582,7 +664,7 @@ MemoryXactCallback(XactEvent event, void *)
 		EndKeptMarks(true, InvalidSubTransactionId);
 		break;
 	case XACT_EVENT_PRE_PREPARE:
-		if (undo_count > 0)
+		if (undo.count > 0)
 			ReportMemoryPrepare();
 		break;
 	default:
@@ -598,8 +680,8 @@ MemorySubXactCallback(SubXactEvent event, SubTransactionId subxact, SubTransacti
 		EndKeptMarks(false, subxact);
 	} else if (event == SUBXACT_EVENT_COMMIT_SUB) {
 		/* Its changes are its parent's now. */
-		for (int i = undo_count - 1; i >= 0 && undo[i].subxact >= subxact; i--)
-			undo[i].subxact = parent;
+		for (int64 i = undo.count - 1; i >= 0 && LogAt(undo, i).subxact >= subxact; i--)
+			LogAt(undo, i).subxact = parent;
 		for (KeptMark *mark = kept_marks; mark != NULL && mark->subxact >= subxact;
 		     mark = mark->older)
 			mark->subxact = parent;
@@ -1058,7 +1140,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	slot->remembers = starts_below_full;
 	slot->start_tokens = start_tokens;
 	slot->limit = limit;
-	UndoRecord &record = PushUndo(table, id.set, way);
+	UndoRecord &record = PushUndo(table, id.set, way, limit, start_tokens);
 	/* A first sighting, a key reset before, or a penalty box is stored
 	 * now (a box only ever on a denial, so with nothing pending of its
 	 * own); a take or refund waits for its commit.  A box is stored on the
@@ -1078,15 +1160,15 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	}
 	if (take) {
 		slot->pending += operation.request.cost;
-		record.pending = operation.request.cost;
+		record.takes = true;
+		record.amount = operation.request.cost;
 	}
 	if (refund) {
 		record.refunds = true;
-		record.refund = decision.refunded;
+		record.amount = decision.refunded;
 	}
+	Assert(!boxed || (!take && !refund)); /* `amount` is then the box before */
 	record.exact = pending == 0.0;
-	record.limit = limit;
-	record.start_tokens = start_tokens;
 	record.next = decision.next;
 	record.at = now;
 	record.created = created || is_new;
@@ -1122,7 +1204,7 @@ TakeAllMemory(BucketTake *takes, int count)
 		allowed = allowed && takes[i].decision.allowed;
 	}
 	if (allowed) {
-		const int mark = undo_count;
+		const int64 mark = undo.count;
 		int taken = 0;
 		for (; taken < count; taken++) {
 			takes[taken].decision =
@@ -1134,8 +1216,7 @@ TakeAllMemory(BucketTake *takes, int count)
 			return true;
 		/* Another caller took meanwhile: give back what this call took, and
 		 * decide again on what is left. */
-		while (undo_count > mark)
-			FinishRecord(undo[--undo_count], false);
+		UndoSince(mark);
 		for (int i = 0; i < count; i++)
 			takes[i].decision = MemoryTake(takes[i], Operation::kCheck, takes[i].request);
 	}
@@ -1180,7 +1261,8 @@ ResetMemoryBucket(text *name, text *key)
 		return false;
 	}
 	/* Forgotten when this transaction commits. */
-	UndoRecord &record = PushUndo(table, id.set, way);
+	const Slot &slot = set->slots[way];
+	UndoRecord &record = PushUndo(table, id.set, way, slot.limit, slot.start_tokens);
 	record.reset = true;
 	record.version_after = set->slots[way].version;
 	SpinLockRelease(&set->mutex);

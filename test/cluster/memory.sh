@@ -12,6 +12,7 @@
 # - the load generator, 8 clients on one key with random rollbacks, stays
 #   within the admission bound with no error at READ COMMITTED, REPEATABLE
 #   READ and SERIALIZABLE;
+# - one transaction takes more than 4,194,304 times;
 # - a clean restart keeps every balance, and a save file damaged since
 #   loads none; a crash, and an immediate shutdown, empty the engine as
 #   they empty the unlogged table;
@@ -136,6 +137,15 @@ touch "$RL_CLUSTER_DIR/release"; wait
 rl_expect_value "a minute after the held take commits: 1 token, not a burst" "false 1" \
     "SET ratelimit.fixed_clock = 2000006360;
      SELECT allowed || ' ' || floor(remaining) FROM rate_limit_take('escrow-slow', 'k', 50)" -d escrow
+
+# One transaction takes as often as it likes: 4,194,400 takes of one key,
+# each kept until the commit (the table engine does as many).
+q -d escrow -c "SELECT rate_limit_define('bulk', 0, '1 second', 1000000000, storage => 'memory')" >/dev/null
+rl_expect_value "4,194,400 takes in one statement" 4194400 \
+    "SELECT count(*) FROM generate_series(1, 4194400) WHERE (rate_limit_take('bulk', 'k', 1)).allowed" -d escrow
+rl_expect_value "all of them committed" 995805600 \
+    "SELECT remaining FROM rate_limit_check('bulk', 'k', 0)" -d escrow
+q -d escrow -c "CALL rate_limit_reset_limit('bulk')" >/dev/null
 q -c "DROP DATABASE escrow"
 
 # A clean restart keeps every balance; a take in a transaction that the

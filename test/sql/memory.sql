@@ -154,6 +154,29 @@ SELECT p, allowed, remaining FROM unnest(ARRAY['mem-refund-new', 'table-refund-n
 SET ratelimit.fixed_clock = 2000000608;
 SELECT p, allowed, remaining FROM unnest(ARRAY['mem-refund-new', 'table-refund-new']) AS p,
        rate_limit_check(p, 'k', 0);
+-- Thousands of takes in one transaction, of two policies in turn, some in
+-- subtransactions rolled back: each engine ends with the same balances.
+CREATE FUNCTION pg_temp.many_takes(storage text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN 1..5000 LOOP
+        BEGIN
+            PERFORM rate_limit_take(storage || '-many-' || i % 2, 'k' || i % 5, 1);
+            IF i % 7 = 0 THEN
+                RAISE EXCEPTION USING ERRCODE = 'P0001';
+            END IF;
+        EXCEPTION WHEN raise_exception THEN NULL;
+        END;
+    END LOOP;
+END $$;
+SELECT count(*) FROM unnest(ARRAY['mem', 'table']) AS e, generate_series(0, 1) AS i,
+       rate_limit_define(e || '-many-' || i, 0, '1 second', 1000 + i,
+                         storage => CASE e WHEN 'mem' THEN 'memory' ELSE 'table' END);
+SELECT pg_temp.many_takes('mem'), pg_temp.many_takes('table');
+SELECT i, k, m.remaining AS memory, t.remaining AS table
+  FROM generate_series(0, 1) AS i, generate_series(0, 4) AS k,
+       rate_limit_check('mem-many-' || i, 'k' || k, 0) AS m,
+       rate_limit_check('table-many-' || i, 'k' || k, 0) AS t
+ ORDER BY i, k;
 SET ratelimit.fixed_clock = 2000000103;
 
 -- All or nothing over memory policies; a mix of engines is refused.
