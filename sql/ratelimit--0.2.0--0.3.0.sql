@@ -139,6 +139,16 @@ COMMENT ON FUNCTION @extschema@.rate_limit_refund_explicit(text, text, float8, f
     'gives amount tokens back to the bucket (name, key) that refills rate tokens per period per up to burst (default: rate); refused on a name a policy governs';
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_refund_explicit(text, text, float8, float8, interval, float8) FROM PUBLIC;
 
+-- Raises 55000 where the memory engine has no shared memory (before
+-- PostgreSQL 17, without the library preloaded); rate_limit_define calls it
+-- for a memory policy.
+CREATE FUNCTION ratelimit.require_memory_engine() RETURNS void
+AS 'MODULE_PATHNAME', 'rate_limit_require_memory_engine'
+LANGUAGE C;
+COMMENT ON FUNCTION ratelimit.require_memory_engine() IS
+    'raises an error unless the memory engine has shared memory for its buckets (before PostgreSQL 17: ratelimit in shared_preload_libraries)';
+REVOKE ALL ON FUNCTION ratelimit.require_memory_engine() FROM PUBLIC;
+
 -- rate_limit_define returns the stored policy and takes max_reserved: a new
 -- signature and result type, so the function is replaced.  Whoever could
 -- execute it still can: the grants of the old function are given again.
@@ -317,6 +327,13 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = 'The memory engine serves a hot key without a row lock: there is no queue for shards to spread.',
                   HINT = 'Define the policy with shards => 1, or with storage => ''table''.';
+    END IF;
+    -- Before PostgreSQL 17 the memory engine has shared memory only with the
+    -- library preloaded: a memory policy is refused here, when it is
+    -- defined, rather than at every call.  A row written otherwise (as
+    -- pg_restore writes the rows of a dump) is kept.
+    IF $13 OPERATOR(pg_catalog.=) 'memory' THEN
+        PERFORM ratelimit.require_memory_engine();
     END IF;
     -- Tokens per second, computed as the table computes them: a quotient
     -- beyond float8 (too many per microsecond, or too few per century) is

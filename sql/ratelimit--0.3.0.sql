@@ -215,6 +215,16 @@ CREATE TRIGGER policies_truncated
 ALTER TABLE ratelimit.policies ENABLE ALWAYS TRIGGER policies_changed;
 ALTER TABLE ratelimit.policies ENABLE ALWAYS TRIGGER policies_truncated;
 
+-- Raises 55000 where the memory engine has no shared memory (before
+-- PostgreSQL 17, without the library preloaded); rate_limit_define calls it
+-- for a memory policy.
+CREATE FUNCTION ratelimit.require_memory_engine() RETURNS void
+AS 'MODULE_PATHNAME', 'rate_limit_require_memory_engine'
+LANGUAGE C;
+COMMENT ON FUNCTION ratelimit.require_memory_engine() IS
+    'raises an error unless the memory engine has shared memory for its buckets (before PostgreSQL 17: ratelimit in shared_preload_libraries)';
+REVOKE ALL ON FUNCTION ratelimit.require_memory_engine() FROM PUBLIC;
+
 -- (As ratelimit--0.2.0--0.3.0.sql replaces it: returns the stored policy,
 -- takes max_reserved, refuses names the header fields cannot carry.)
 CREATE FUNCTION @extschema@.rate_limit_define(
@@ -384,6 +394,13 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = 'The memory engine serves a hot key without a row lock: there is no queue for shards to spread.',
                   HINT = 'Define the policy with shards => 1, or with storage => ''table''.';
+    END IF;
+    -- Before PostgreSQL 17 the memory engine has shared memory only with the
+    -- library preloaded: a memory policy is refused here, when it is
+    -- defined, rather than at every call.  A row written otherwise (as
+    -- pg_restore writes the rows of a dump) is kept.
+    IF $13 OPERATOR(pg_catalog.=) 'memory' THEN
+        PERFORM ratelimit.require_memory_engine();
     END IF;
     -- Tokens per second, computed as the table computes them: a quotient
     -- beyond float8 (too many per microsecond, or too few per century) is

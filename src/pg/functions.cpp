@@ -29,6 +29,7 @@ PG_FUNCTION_INFO_V1(rate_limit_check_policy);
 PG_FUNCTION_INFO_V1(rate_limit_refund);
 PG_FUNCTION_INFO_V1(rate_limit_refund_policy);
 PG_FUNCTION_INFO_V1(rate_limit_policies_changed);
+PG_FUNCTION_INFO_V1(rate_limit_require_memory_engine);
 PG_FUNCTION_INFO_V1(rate_limit_take_all);
 PG_FUNCTION_INFO_V1(rate_limit_take_policy_wait);
 PG_FUNCTION_INFO_V1(rate_limit_check_policy_wait);
@@ -292,6 +293,18 @@ rate_limit_policies_changed(PG_FUNCTION_ARGS)
 		                        TRIGGER_FIRED_BY_UPDATE(trigger->tg_event) ? trigger->tg_newtuple
 		                                                                   : trigger->tg_trigtuple);
 	return PointerGetDatum(NULL);
+}
+
+/* ratelimit.require_memory_engine(), called by rate_limit_define for a
+ * memory policy: raises 55000 where the memory engine has no shared memory
+ * (before PostgreSQL 17, without preloading), so that such a policy is
+ * refused when it is defined rather than at every call. */
+Datum
+rate_limit_require_memory_engine(PG_FUNCTION_ARGS)
+{
+	if (!pg::HasMemoryEngine())
+		pg::ReportMemoryUnavailable();
+	PG_RETURN_VOID();
 }
 
 /*

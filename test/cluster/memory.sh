@@ -22,8 +22,9 @@
 #   places until judged again, across a clean restart too, and a
 #   redefinition rolled back keeps none;
 # - on a hot standby the engine works on the standby's own buckets;
-# - without preloading: before 17 a clear 55000 naming the setting, from 17
-#   the engine works all the same.
+# - without preloading: before 17 a clear 55000 naming the setting, from
+#   rate_limit_define and from every call, from 17 the engine works all the
+#   same; a dump of memory policies restores either way.
 # Starts and stops clusters of its own.
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/lib.sh"
@@ -416,9 +417,22 @@ if [ "$(q -c "SHOW server_version_num")" -lt 170000 ]; then
     rl_expect_value "the error names the setting" 1 "SELECT $(
         psql -X -A -t -c "SELECT * FROM rate_limit_take('life', 'a', 1)" 2>&1 |
         grep -c 'need ratelimit in "shared_preload_libraries"' || true)"
+    rl_expect_sqlstate "rate_limit_define refuses a memory policy there" 55000 \
+        "SELECT rate_limit_define('life', 1, '1 minute', 10, storage => 'memory')"
+    rl_expect_value "and leaves the policy as it was" "01:00:00" \
+        "SELECT per FROM ratelimit.policies WHERE name = 'life'"
 else
     rl_expect_value "without preloading, from 17: a dynamic shared memory segment" "true 9" \
         "SELECT allowed || ' ' || floor(remaining) FROM rate_limit_take('life', 'a', 1)"
 fi
+
+# A dump of memory policies restores all the same: pg_restore writes the
+# rows, which the memory engine does not refuse.
+pg_dump -Fc -f "$RL_CLUSTER_DIR/policies.dump" postgres
+q -c "CREATE DATABASE restored"
+rl_expect "pg_restore of a database with memory policies" \
+    pg_restore --exit-on-error -d restored "$RL_CLUSTER_DIR/policies.dump"
+policies="SELECT string_agg(name || ' ' || per || ' ' || storage, ', ' ORDER BY name) FROM ratelimit.policies"
+rl_expect_value "the restored policies" "$(q -c "$policies")" "$policies" -d restored
 
 rl_verdict memory
