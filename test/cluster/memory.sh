@@ -34,6 +34,21 @@ RL_CLUSTER_CONF="shared_preload_libraries = 'ratelimit'
 ratelimit.memory_buckets = 1024" cluster_start
 RL_FAILURES=0
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
+# fill POLICY COST TRIES CLOCK: takes COST from keys 1 to TRIES of POLICY
+# at the fixed clock CLOCK, each in a transaction of its own; a key that
+# finds no place (53400) takes nothing.
+fill() {
+    q -c "SET ratelimit.fixed_clock = $4" -c "
+    DO \$\$ BEGIN
+        FOR i IN 1..$3 LOOP
+            BEGIN
+                PERFORM rate_limit_take('$1', i::text, $2);
+            EXCEPTION WHEN configuration_limit_exceeded THEN NULL;
+            END;
+            COMMIT;
+        END LOOP;
+    END \$\$" >/dev/null
+}
 restart() {  # MODE [extra postgresql.conf line]
     rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$RL_CLUSTER_DATA" -m "$1" -w -t 60 stop >/dev/null
     [ -z "${2:-}" ] || printf '%s\n' "$2" | rl_as_owner tee -a "$RL_CLUSTER_DATA/postgresql.conf" >/dev/null
@@ -198,15 +213,8 @@ rl_expect_value "and says so in the server log" 1 \
 # A clean restart puts every bucket back in a set it fitted in: an engine
 # whose every place holds a bucket that is not full loads every one.  The
 # file, which holds the seed that places keys, is the server owner's alone.
-q -c "SELECT rate_limit_define('crowd', 0, '1 second', 5, storage => 'memory')" -c "
-    DO \$\$ BEGIN
-        FOR i IN 1..3000 LOOP
-            BEGIN
-                PERFORM rate_limit_take('crowd', 'c' || i, 1);
-            EXCEPTION WHEN configuration_limit_exceeded THEN NULL;
-            END;
-        END LOOP;
-    END \$\$" >/dev/null
+q -c "SELECT rate_limit_define('crowd', 0, '1 second', 5, storage => 'memory')" >/dev/null
+fill crowd 1 3000 2000000000
 crowd=$(q -c "SELECT count(*) FROM rate_limit_buckets('crowd')")
 rl_check "$crowd >= 1000" "$crowd buckets not full fill the engine of 1024 (1000 or more expected)"
 rl_as_owner "$RL_PG_BINDIR/pg_ctl" -D "$RL_CLUSTER_DATA" -m fast -w -t 60 stop >/dev/null
@@ -295,20 +303,8 @@ rl_expect_value "64 new keys, each evicting a full bucket" "64 64" \
     "CALL quick_takes(17, 80, 2000000000)"
 rl_expect_value "every key again: each starts full" "80 80" \
     "CALL quick_takes(1, 80, 2000001000)"
-# fill_with_never CLOCK: keys that never fill take every place they can,
-# each take committed.
-fill_with_never() {
-    q -c "SET ratelimit.fixed_clock = $1" -c "
-    DO \$\$ BEGIN
-        FOR i IN 1..200 LOOP
-            BEGIN
-                PERFORM rate_limit_take('never', 'm' || i, 1);
-            EXCEPTION WHEN configuration_limit_exceeded THEN NULL;
-            END;
-            COMMIT;
-        END LOOP;
-    END \$\$" >/dev/null
-}
+# fill_with_never CLOCK: keys that never fill take every place they can.
+fill_with_never() { fill never 1 200 "$1"; }
 # A redefined policy: a bucket full under the old definition but not under
 # the new one (1 token a second, then an hour) keeps its place until a
 # call judges it again, as the table keeps its row: keys that never fill
@@ -344,18 +340,9 @@ rl_expect_value "the bucket keeps its place all the same" 31 \
 q -c "CALL rate_limit_reset_limit('never')" -c "CALL rate_limit_reset_limit('slowed')" >/dev/null
 # A redefinition rolled back, whole or to a savepoint, marks nothing:
 # buckets full under the definition that stays give their places up.
-q -c "SET ratelimit.fixed_clock = 2000004000" \
-  -c "SELECT rate_limit_define('slowed', 1, '1 second', 10, storage => 'memory')" -c "
-    DO \$\$ BEGIN
-        FOR i IN 1..40 LOOP
-            BEGIN
-                PERFORM rate_limit_take('slowed', 'v' || i, 10);
-            EXCEPTION WHEN configuration_limit_exceeded THEN NULL;
-            END;
-            COMMIT;
-        END LOOP;
-    END \$\$" \
-  -c "BEGIN" -c "SAVEPOINT s" -c "SELECT rate_limit_define('slowed', 1, '1 hour', 10, storage => 'memory')" \
+q -c "SELECT rate_limit_define('slowed', 1, '1 second', 10, storage => 'memory')" >/dev/null
+fill slowed 10 40 2000004000
+q -c "BEGIN" -c "SAVEPOINT s" -c "SELECT rate_limit_define('slowed', 1, '1 hour', 10, storage => 'memory')" \
   -c "ROLLBACK TO SAVEPOINT s" -c "COMMIT" \
   -c "BEGIN" -c "SELECT rate_limit_define('slowed', 1, '1 hour', 10, storage => 'memory')" -c "ROLLBACK" \
   >/dev/null
