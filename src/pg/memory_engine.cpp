@@ -101,28 +101,28 @@ constexpr int kInlineBytes = 48;
 
 struct Slot {
 	bool used;
-	bool absent;       /* reset: the key counts as never seen (its pending takes stay) */
-	bool remembers;    /* starts below full: forgetting it would change answers */
-	bool kept;         /* its policy was written since a call last judged it: not evicted
-	                      (nor left unsaved) until a call under another limit does */
+	bool absent;    /* reset: the key counts as never seen (its pending takes stay) */
+	bool remembers; /* starts below full: forgetting it would change answers */
+	bool kept;      /* its policy was written since a call last judged it: not evicted
+	                   (nor left unsaved) until a call under another limit does */
+	bool unsettled; /* an open transaction stored the key new, starting below full,
+	                   and no commit has settled it since: the others see it as new
+	                   (under any penalty box stored meanwhile) */
+	uint32 generation;
+	uint32 commits;    /* commits that changed the bucket */
 	uint64 kept_by;    /* the mark (KeptMark) that set `kept`, taken back if its writer aborts */
 	int64 holds;       /* undo records of open transactions */
 	int64 provisional; /* first sightings of open transactions: not yet the key's */
-	bool unsettled;    /* an open transaction stored the key new, starting below full,
-	                      and no commit has settled it since: the others see it as new
-	                      (under any penalty box stored meanwhile) */
-	uint32 generation;
-	uint32 commits; /* commits that changed the bucket */
 	uint64 version;
 	uint64 hash;  /* picks the set */
 	uint64 check; /* a second, independent hash: with `hash`, the key's identity */
 	Oid database;
 	int name_bytes;
 	int key_bytes;
+	uint32 limit_epoch;             /* changes whenever `limit` or `start_tokens` does */
 	double start_tokens;            /* what the key starts with when it is new */
 	double pending;                 /* costs of takes not yet committed */
 	core::Limit limit;              /* as last used: whether it is full, how it refills */
-	uint32 limit_epoch;             /* changes whenever `limit` or `start_tokens` does */
 	int64 prior_holds;              /* holds from before the last change of limit */
 	core::Limit prior_limit;        /* the limit before that change */
 	double prior_start_tokens;      /* and what a new key started with under it */
@@ -1019,7 +1019,7 @@ DefineMemorySettings()
 		return;
 	DefineCustomIntVariable(
 	    "ratelimit.memory_buckets", "How many buckets the memory engine holds.",
-	    "Each takes about 1.4 kB of shared memory.  A key may use one of 16 places picked by its "
+	    "Each takes about 1.5 kB of shared memory.  A key may use one of 16 places picked by its "
 	    "hash.  Without shared_preload_libraries (PostgreSQL 17 and later), 10000.",
 	    &memory_buckets, 10000, kWays, 10000000, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	preloaded = true;
