@@ -48,10 +48,34 @@ CREATE TYPE rl_decision AS (
 CREATE FUNCTION rl_not_blocked() RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT '-9223372036854775808'::bigint $$;
 
+-- a * b as C computes it, where float8 * raises 22003: a product beyond
+-- float8 is ±Infinity there, and one below its least magnitude ±0.
+CREATE FUNCTION rl_far_product(a float8, b float8) RETURNS float8
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+    RETURN a * b;
+EXCEPTION WHEN numeric_value_out_of_range THEN
+    -- Both factors are finite and not zero (else there is no error):
+    -- beyond float8 when their magnitudes multiply to more than 1.
+    IF pg_catalog.ln(pg_catalog.abs(a)) + pg_catalog.ln(pg_catalog.abs(b)) > 0 THEN
+        RETURN CASE WHEN (a < 0) = (b < 0) THEN 'Infinity'::float8 ELSE '-Infinity'::float8 END;
+    END IF;
+    RETURN CASE WHEN (a < 0) = (b < 0) THEN '0'::float8 ELSE '-0'::float8 END;
+END
+$$;
+
+-- a * b as C computes it: a rate times a time may leave float8's range
+-- only when a factor is at one of its ends.
+CREATE FUNCTION rl_product(a float8, b float8) RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT CASE WHEN pg_catalog.abs(a) < '1e150'::float8 AND (pg_catalog.abs(a) > '1e-150'::float8 OR a = 0)
+                   AND pg_catalog.abs(b) < '1e150'::float8 AND (pg_catalog.abs(b) > '1e-150'::float8 OR b = 0)
+                  THEN a * b ELSE rl_far_product(a, b) END $$;
+
 -- Tokens credited for elapsed_us: the one refill formula.
 CREATE FUNCTION rl_credit(rate float8, elapsed_us float8) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT rate OPERATOR(pg_catalog.*) (elapsed_us OPERATOR(pg_catalog./) '1000000'::float8) $$;
+AS $$ SELECT rl_product(rate, elapsed_us / '1000000'::float8) $$;
 
 -- ceil((target - tokens) / rate * 1e6) as C computes it, where a step
 -- beyond float8 gives Infinity (or 0) instead of an error: only for a gap
@@ -129,7 +153,7 @@ AS $$ SELECT (rl_floor_div(to_us::numeric - l.phase_us, l.window_us)
 
 CREATE FUNCTION rl_per_window(l rl_limit) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT l.rate * (l.window_us::float8 / '1000000'::float8) $$;
+AS $$ SELECT rl_product(l.rate, l.window_us::float8 / '1000000'::float8) $$;
 
 CREATE FUNCTION rl_floor_level(l rl_limit) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -204,7 +228,7 @@ BEGIN
     IF l.window_us > 0 THEN
         windows := rl_boundaries_crossed(l, b.stamp_us, now_us);
         IF windows > 0 THEN
-            added := rl_per_window(l) * windows::float8;
+            added := rl_product(rl_per_window(l), windows::float8);
             tokens := CASE WHEN added >= l.burst - tokens THEN l.burst ELSE tokens + added END;
         END IF;
         RETURN ROW(tokens, now_us, b.blocked_until_us)::rl_bucket;
@@ -233,10 +257,10 @@ BEGIN
         win := l.window_us::float8;
         windows := pg_catalog.floor(micros / win);
         IF windows * win > micros THEN windows := windows - 1; END IF;
-        RETURN CASE WHEN windows > 0 THEN windows * rl_per_window(l) ELSE 0 END;
+        RETURN CASE WHEN windows > 0 THEN rl_product(windows, rl_per_window(l)) ELSE 0 END;
     END IF;
     usable := seconds - '16'::float8 / '1000000'::float8;
-    RETURN CASE WHEN usable > 0 THEN rl_fast_rate(l) * usable ELSE 0 END;
+    RETURN CASE WHEN usable > 0 THEN rl_product(rl_fast_rate(l), usable) ELSE 0 END;
 END
 $$;
 

@@ -291,6 +291,65 @@ FROM policy_differences ORDER BY i LIMIT 5;
 
 SELECT count(*) AS dropped FROM policy_defs AS d, LATERAL rate_limit_drop(d.name) AS n,
     LATERAL portable_api.rate_limit_drop(d.name) AS p;
+-- At the ends of float8's range: a rate times a time (the refill of the
+-- time elapsed, the debt refill repays within max_wait, a window's worth)
+-- beyond float8 is Infinity in C, and below its least magnitude 0; both
+-- limiters answer alike, where SQL's float8 * would raise 22003.  Each call
+-- at its clock reading, through both; an error is compared by its SQLSTATE.
+SELECT count(*) AS defined FROM (VALUES
+    ('pp-huge', false), ('pp-huge-window', true)) AS d(name, fixed_window),
+    LATERAL rate_limit_define(d.name, 1.7e308, '1 second', 10, fixed_window => d.fixed_window,
+                              max_reserved => 1e300) AS n,
+    LATERAL portable_api.rate_limit_define(d.name, 1.7e308, '1 second', 10, fixed_window => d.fixed_window,
+                                           max_reserved => 1e300) AS p;
+CREATE TEMP TABLE range_calls (i int, clock float8, call text, native text, portable text);
+INSERT INTO range_calls (i, clock, call) VALUES
+    (1, 3000000, $c$%srate_limit_take_explicit('pp-huge-x', 'a', 10, 1.7e308, '1 second', 10, '10 seconds', NULL)$c$),
+    (2, 3000000, $c$%srate_limit_take_explicit('pp-huge-x', 'a', 12, 1.7e308, '1 second', 10, '1 hour', NULL)$c$),
+    (3, 3000000, $c$%srate_limit_check_explicit('pp-huge-x', 'b', 12, 1.7e308, '1 second', 10, '100 years', 1e300)$c$),
+    (4, 3000000, $c$%srate_limit_take('pp-huge-s', 'a', 10, 1.7e308, 10)$c$),
+    (5, 3000005, $c$%srate_limit_take('pp-huge-s', 'a', 10, 1.7e308, 10)$c$),
+    (6, 3000005, $c$%srate_limit_take('pp-huge', 'a', 12, '1 hour')$c$),
+    (7, 3000005, $c$%srate_limit_check('pp-huge', 'b', 12, '1 hour')$c$),
+    (8, 3000005, $c$%srate_limit_take('pp-huge-window', 'a', 12, '1 hour')$c$),
+    (9, 3000009, $c$%srate_limit_take('pp-huge-window', 'a', 12, '1 hour')$c$),
+    (10, 3000009, $c$%srate_limit_take_all('{pp-huge,pp-huge-window}', '{c,c}', '{12,12}', '1 hour')$c$),
+    (11, 3000009, $c$%srate_limit_take('pp-huge', 'a', 10)$c$),
+    (12, 3000010, $c$%srate_limit_take('pp-tiny-s', 'a', 1, 1e-320, 1)$c$),
+    (13, 3000010.000001, $c$%srate_limit_take('pp-tiny-s', 'a', 1, 1e-320, 1)$c$),
+    (14, 3000010.000001, $c$%srate_limit_take('pp-tiny-s', 'b', 1.5, 1e-320, 1, true)$c$),
+    (15, 3000010.000001, $c$%srate_limit_take_explicit('pp-tiny-x', 'a', 1, 1e-318, '1 second', 1, '0.4 seconds', NULL)$c$);
+DO $$
+DECLARE
+    c record;
+    answer text;
+BEGIN
+    FOR c IN SELECT * FROM range_calls ORDER BY i LOOP
+        PERFORM pg_catalog.set_config('ratelimit.fixed_clock', c.clock::text, false);
+        PERFORM pg_catalog.set_config('portable_api.clock', c.clock::text, false);
+        BEGIN
+            EXECUTE pg_catalog.format('SELECT (%s)::text', pg_catalog.format(c.call, '')) INTO answer;
+        EXCEPTION WHEN OTHERS THEN
+            answer := 'error ' || SQLSTATE;
+        END;
+        UPDATE range_calls SET native = answer WHERE i = c.i;
+        BEGIN
+            EXECUTE pg_catalog.format('SELECT (%s)::text', pg_catalog.format(c.call, 'portable_api.')) INTO answer;
+        EXCEPTION WHEN OTHERS THEN
+            answer := 'error ' || SQLSTATE;
+        END;
+        UPDATE range_calls SET portable = answer WHERE i = c.i;
+    END LOOP;
+END
+$$;
+RESET ratelimit.fixed_clock;
+SELECT count(*) AS calls, count(*) FILTER (WHERE native IS DISTINCT FROM portable) AS differ,
+       count(*) FILTER (WHERE native LIKE '(t,%') AS granted
+FROM range_calls;
+SELECT i, call, native, portable FROM range_calls WHERE native IS DISTINCT FROM portable ORDER BY i;
+SELECT count(*) AS dropped FROM (VALUES ('pp-huge'), ('pp-huge-window')) AS d(name),
+    LATERAL rate_limit_drop(d.name) AS n, LATERAL portable_api.rate_limit_drop(d.name) AS p;
+
 DELETE FROM ratelimit.buckets WHERE name LIKE 'pp-%';
 DELETE FROM ratelimit.buckets WHERE name = 'pa';
 SET client_min_messages = warning;
