@@ -446,6 +446,20 @@ BEGIN
 END
 $$;
 
+-- A policy whose definition in the caller's snapshot was replaced or
+-- removed by a transaction that has committed since: the portable
+-- limiter's own error (the native one reads the latest definition).
+CREATE FUNCTION rl_report_policy_changed(name text)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+BEGIN
+    RAISE EXCEPTION 'could not serialize access due to a concurrent change of policy "%"', name
+        USING ERRCODE = 'serialization_failure',
+              DETAIL = 'A transaction that committed after this transaction''s snapshot was taken redefined or dropped the policy, and the limiter uses only its latest definition.',
+              HINT = 'Retry the transaction.';
+END
+$$;
+
 -- ReportInvalidAmount
 CREATE FUNCTION rl_report_invalid_amount(amount float8)
 RETURNS void

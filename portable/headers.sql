@@ -53,9 +53,8 @@ BEGIN
                   HINT = 'Name the policy in the headers with a non-empty ASCII name.';
     END IF;
     IF per_second IS NULL THEN
-        SELECT p.tokens_per_second INTO per_second
-          FROM rl_policies AS p WHERE p.name OPERATOR(pg_catalog.=) policy;
-        IF NOT FOUND THEN
+        per_second := (rl_find_policy(policy)).tokens_per_second;
+        IF per_second IS NULL THEN
             RAISE EXCEPTION 'rate limit policy "%" does not exist', policy
                 USING ERRCODE = 'undefined_object',
                       DETAIL = 'Without a rate, the headers take it from a policy defined with rate_limit_define().',

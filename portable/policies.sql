@@ -307,14 +307,55 @@ COMMENT ON FUNCTION rate_limit_drop(text) IS
     'removes the policy name; true if it existed (buckets already used stay until reset)';
 REVOKE ALL ON FUNCTION rate_limit_drop(text) FROM PUBLIC;
 
--- The policy called name, or NULL.
+-- Whether transaction x has committed.  x is an xmax, 32 bits: its epoch
+-- is the one that puts it nearest the next transaction id of the
+-- snapshot.
+CREATE FUNCTION rl_committed(x xid) RETURNS boolean
+LANGUAGE sql VOLATILE
+AS $$ SELECT pg_catalog.pg_xact_status(
+                 (s.next + (x::text::bigint - s.next % 4294967296 + 6442450944) % 4294967296
+                  - 2147483648)::text::pg_catalog.xid8) = 'committed'
+        FROM (SELECT pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::text::bigint
+                     AS next) AS s $$;
+
+-- The policy called name as last committed, or NULL, as the native
+-- limiter reads it whatever the caller's snapshot.  Plain SQL reads the
+-- version the snapshot sees: one that a transaction which has committed
+-- since replaced or deleted (its xmax) is not used.  At READ COMMITTED the
+-- row is read again, by a statement with a newer snapshot; a REPEATABLE
+-- READ or SERIALIZABLE snapshot cannot move, so there the call fails with
+-- 40001.  An xmax may also be a row lock: rate_limit_define's INSERT ... ON
+-- CONFLICT DO UPDATE leaves its own transaction's lock on the version it
+-- writes (xmax = xmin, which a replaced version visible to another
+-- snapshot never has); nothing else locks rl_policies' rows, and at READ
+-- COMMITTED a version seen twice is taken as merely locked.
 CREATE FUNCTION rl_find_policy(p_name text) RETURNS rl_policies
-LANGUAGE sql STABLE
-AS $$ SELECT p FROM rl_policies AS p WHERE p.name = p_name $$;
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    got record;
+    seen tid;
+BEGIN
+    LOOP
+        SELECT p AS policy, p.xmin AS creator, p.xmax AS version, p.ctid AS at INTO got
+          FROM rl_policies AS p WHERE p.name = p_name;
+        IF NOT FOUND THEN
+            RETURN NULL;
+        END IF;
+        IF got.version = '0'::xid OR got.version = got.creator OR got.at = seen
+           OR NOT rl_committed(got.version) THEN
+            RETURN got.policy;
+        END IF;
+        IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+            PERFORM rl_report_policy_changed(p_name);
+        END IF;
+        seen := got.at;
+    END LOOP;
+END
+$$;
 
 -- The policy called name; 42704 if there is none.
 CREATE FUNCTION rl_policy(p_name text) RETURNS rl_policies
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     p rl_policies := rl_find_policy(p_name);
 BEGIN

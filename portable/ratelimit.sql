@@ -316,10 +316,10 @@ $$;
 -- that passes its own rate could refill a policy's buckets or lock them out
 -- (DecodeNameAndKey, RefuseGovernedName).
 CREATE FUNCTION rl_explicit_name(function_name text, p_name text, p_key text) RETURNS void
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     PERFORM rl_check_name_and_key(p_name, p_key);
-    IF EXISTS (SELECT FROM rl_policies AS p WHERE p.name = p_name) THEN
+    IF (rl_find_policy(p_name)).name IS NOT NULL THEN
         PERFORM rl_report_governed_name(p_name, function_name);
     END IF;
 END
@@ -522,7 +522,7 @@ BEGIN
     END IF;
     PERFORM rl_check_name_and_key($1, $2);
     PERFORM rl_require_writable('rate_limit_reset');
-    shards := coalesce((SELECT p.shards FROM rl_policies AS p WHERE p.name = $1), 1);
+    shards := coalesce((rl_find_policy($1)).shards, 1);
     IF shards > 1 THEN
         DELETE FROM rl_buckets AS t
          WHERE t.name = $1
