@@ -79,13 +79,17 @@ BEGIN
     END IF;
     -- Judged on the latest version once it is locked (READ COMMITTED
     -- rechecks the condition on a row replaced meanwhile); a row someone
-    -- holds is skipped.
+    -- holds is skipped.  So is a row whose policy the snapshot sees in a
+    -- version that a committed transaction has replaced or deleted since
+    -- (see rl_find_policy): full by that definition, it may not be by the
+    -- latest one.
     WITH judged AS (
         SELECT t.ctid AS row_id
           FROM rl_buckets AS t LEFT JOIN rl_policies AS p ON p.name = t.name
          WHERE (p_name IS NULL OR t.name = p_name)
            AND (after_name IS NULL OR (t.name, t.key) > (after_name, after_key))
            AND (t.name, t.key) <= (last_name, last_key)
+           AND (p.name IS NULL OR p.xmax = '0'::xid OR p.xmax = p.xmin OR NOT rl_committed(p.xmax))
            AND rl_forgettable(p, t.name, t.key, ROW(t.tokens, t.stamp_us, t.blocked_until_us)::rl_bucket,
                               t.full_at_us, now_us)
            FOR UPDATE OF t SKIP LOCKED)
