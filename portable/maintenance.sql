@@ -157,6 +157,10 @@ $install$;
 COMMENT ON PROCEDURE rate_limit_purge(text, bigint) IS
     'forgets the buckets of name (NULL: of every name) whose deletion changes no answer: full again, with no debt and nothing else to remember; commits after each batch; purged: how many';
 REVOKE ALL ON PROCEDURE rate_limit_purge(text, bigint) FROM PUBLIC;
+-- As an extension the procedure stays the superuser's (it runs with its
+-- caller's rights); the role that installed the extension may run it and
+-- grant it to the role that runs maintenance.
+--extension: GRANT EXECUTE ON PROCEDURE rate_limit_purge(text, bigint) TO @extowner@ WITH GRANT OPTION;
 -- Resetting a whole limit hands out full buckets, so it is withheld from
 -- PUBLIC, and runs with the rights of the limiter's owner: a procedure
 -- that does cannot commit, so it deletes in one transaction, locking the

@@ -88,6 +88,20 @@ f|0" \
         "SET search_path = limits; SELECT rate_limit_define('api', 1000)" -d "$db" -U app
     rl_expect_value "$db: the bucket is as the takes left it" "0" \
         "SET search_path = limits; SELECT tokens FROM rl_buckets WHERE name = 'api'" -d "$db" -U limiter_owner
+    # Purging: the installer may run it and grant it.  A bucket of 5 tokens
+    # refilling a million a second is full again a microsecond after a take.
+    q -d "$db" -U app -c "SELECT allowed FROM limits.rate_limit_take('full', 'k', 1, 1e6, 5)" >/dev/null
+    rl_expect_sqlstate "$db: the application cannot purge" 42501 \
+        "CALL limits.rate_limit_purge('full')" -d "$db" -U app
+    rl_expect_value "$db: the installer purges the full bucket" "1
+0" \
+        "SELECT count(*) FROM limits.rl_buckets WHERE name = 'full'" \
+        -c "CALL limits.rate_limit_purge('full')" -d "$db" -U limiter_owner
+    rl_expect_value "$db: the installer grants purging" "" \
+        "GRANT EXECUTE ON PROCEDURE limits.rate_limit_purge(text, bigint) TO app" -d "$db" -U limiter_owner
+    q -d "$db" -U app -c "SELECT allowed FROM limits.rate_limit_take('full', 'k', 1, 1e6, 5)" >/dev/null
+    rl_expect_value "$db: and grants it to the application" "1" \
+        "CALL limits.rate_limit_purge('full')" -d "$db" -U app
 done
 
 rl_verdict portable_install
