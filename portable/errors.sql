@@ -5,8 +5,11 @@
 -- raises, with the same SQLSTATE, message, detail and hint.  Numbers are
 -- shown as float8::text shows them (float8out, as the C module's Show), and
 -- intervals as interval::text.  Needs the types and rl_debt_cap of core.sql,
--- run before it.  Runs in the schema it is installed into; every name it
--- uses is qualified or its own.
+-- run before it.  The reports run only on the way to an error: each has
+-- its search_path set to pg_catalog and names the limiter's own objects
+-- with @extschema@.  The checks on every call's way (rl_check_request,
+-- rl_check_name_and_key) have no SET clause and qualify all they name, as
+-- core.sql does.
 --
 -- The functions are STABLE, not IMMUTABLE: a call of an immutable function
 -- on constants is evaluated when its statement is planned, and would raise
@@ -15,9 +18,11 @@
 -- ReportCostExceedsTimedDebtCap (kCostExceedsDebtCap of a call that takes max_wait)
 CREATE FUNCTION rl_report_cost_exceeds_timed_debt_cap(l rl_limit, r rl_request, form text)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
-    untimed rl_request := r;
+    untimed @extschema@.rl_request := r;
     repaid float8;
     owner text := CASE WHEN form = 'policy' THEN 'the policy''s max_reserved'
                        ELSE 'max_reserved' END;
@@ -25,7 +30,7 @@ DECLARE
     advice text;
 BEGIN
     untimed.debt_capped := false;
-    repaid := rl_debt_cap(l, untimed);
+    repaid := @extschema@.rl_debt_cap(l, untimed);
     tokens := CASE WHEN r.debt_capped THEN pg_catalog.format('%s is %s', owner, r.max_reserved)
                    ELSE pg_catalog.format('%s is not given', owner) END;
     -- max_reserved > 0 as C compares: NaN is not (float8 > counts it greater).
@@ -41,7 +46,7 @@ BEGIN
         USING ERRCODE = 'invalid_parameter_value',
               DETAIL = pg_catalog.format(
                   'A cost of %s can never be taken from a bucket of burst %s that may owe at most %s tokens: %s, and refill repays %s tokens within the max_wait of %s seconds.',
-                  r.cost, l.burst, rl_debt_cap(l, r), tokens, repaid, r.max_wait),
+                  r.cost, l.burst, @extschema@.rl_debt_cap(l, r), tokens, repaid, r.max_wait),
               HINT = advice;
 END
 $$;
@@ -50,7 +55,9 @@ $$;
 CREATE FUNCTION rl_report_invalid_request(status text, l rl_limit, r rl_request, form text,
                                           rate float8)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     CASE status
     WHEN 'cost_invalid' THEN
@@ -95,7 +102,7 @@ BEGIN
                          END;
     WHEN 'cost_exceeds_debt_cap' THEN
         IF form IS DISTINCT FROM 'per_second' THEN
-            PERFORM rl_report_cost_exceeds_timed_debt_cap(l, r, form);
+            PERFORM @extschema@.rl_report_cost_exceeds_timed_debt_cap(l, r, form);
         END IF;
         RAISE EXCEPTION 'cost exceeds burst plus max_reserved'
             USING ERRCODE = 'invalid_parameter_value',
@@ -133,46 +140,48 @@ CREATE FUNCTION rl_check_request(l rl_limit, r rl_request, form text, rate float
 RETURNS void
 LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
 DECLARE
-    cap float8;
-    total float8;
+    cap pg_catalog.float8;
+    total pg_catalog.float8;
 BEGIN
     -- Finite and >= 0: NaN passes >= 0 in SQL, but not < 'Infinity'.
-    IF NOT (r.cost >= 0 AND r.cost < 'Infinity'::float8) THEN
-        PERFORM rl_report_invalid_request('cost_invalid', l, r, form, rate);
+    IF NOT (r.cost OPERATOR(pg_catalog.>=) '0'::pg_catalog.float8 AND r.cost OPERATOR(pg_catalog.<) 'Infinity'::pg_catalog.float8) THEN
+        PERFORM @extschema@.rl_report_invalid_request('cost_invalid'::pg_catalog.text, l, r, form, rate);
     END IF;
-    IF NOT (l.rate >= 0 AND l.rate < 'Infinity'::float8) THEN
-        PERFORM rl_report_invalid_request('rate_invalid', l, r, form, rate);
+    IF NOT (l.rate OPERATOR(pg_catalog.>=) '0'::pg_catalog.float8 AND l.rate OPERATOR(pg_catalog.<) 'Infinity'::pg_catalog.float8) THEN
+        PERFORM @extschema@.rl_report_invalid_request('rate_invalid'::pg_catalog.text, l, r, form, rate);
     END IF;
-    IF NOT (l.burst > 0 AND l.burst < 'Infinity'::float8) THEN
-        PERFORM rl_report_invalid_request('burst_invalid', l, r, form, rate);
+    IF NOT (l.burst OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 AND l.burst OPERATOR(pg_catalog.<) 'Infinity'::pg_catalog.float8) THEN
+        PERFORM @extschema@.rl_report_invalid_request('burst_invalid'::pg_catalog.text, l, r, form, rate);
     END IF;
-    IF r.debt_capped AND NOT (r.max_reserved >= 0 AND r.max_reserved < 'Infinity'::float8) THEN
-        PERFORM rl_report_invalid_request('max_reserved_invalid', l, r, form, rate);
+    IF r.debt_capped AND NOT (r.max_reserved OPERATOR(pg_catalog.>=) '0'::pg_catalog.float8
+                              AND r.max_reserved OPERATOR(pg_catalog.<) 'Infinity'::pg_catalog.float8) THEN
+        PERFORM @extschema@.rl_report_invalid_request('max_reserved_invalid'::pg_catalog.text, l, r, form, rate);
     END IF;
-    IF NOT (l.floor_rate >= 0 AND l.floor_rate < 'Infinity'::float8) THEN
-        PERFORM rl_report_invalid_request('floor_rate_invalid', l, r, form, rate);
+    IF NOT (l.floor_rate OPERATOR(pg_catalog.>=) '0'::pg_catalog.float8 AND l.floor_rate OPERATOR(pg_catalog.<) 'Infinity'::pg_catalog.float8) THEN
+        PERFORM @extschema@.rl_report_invalid_request('floor_rate_invalid'::pg_catalog.text, l, r, form, rate);
     END IF;
-    IF NOT (r.max_wait >= 0 AND r.max_wait <> 'NaN'::float8) THEN
-        PERFORM rl_report_invalid_request('max_wait_invalid', l, r, form, rate);
+    IF NOT (r.max_wait OPERATOR(pg_catalog.>=) '0'::pg_catalog.float8 AND r.max_wait OPERATOR(pg_catalog.<>) 'NaN'::pg_catalog.float8) THEN
+        PERFORM @extschema@.rl_report_invalid_request('max_wait_invalid'::pg_catalog.text, l, r, form, rate);
     END IF;
-    IF NOT r.reserve AND r.cost > l.burst THEN
-        PERFORM rl_report_invalid_request('cost_exceeds_burst', l, r, form, rate);
+    IF NOT r.reserve AND r.cost OPERATOR(pg_catalog.>) l.burst THEN
+        PERFORM @extschema@.rl_report_invalid_request('cost_exceeds_burst'::pg_catalog.text, l, r, form, rate);
     END IF;
     IF r.reserve THEN
-        cap := rl_debt_cap(l, r);
+        cap := @extschema@.rl_debt_cap(l, r);
         -- burst + cap as C adds them: a sum beyond float8 is Infinity there,
         -- where float8 + raises 22003; only that near the top of the range.
-        IF l.burst < '8e307'::float8 AND (cap < '8e307'::float8 OR cap = 'Infinity'::float8) THEN
-            total := l.burst + cap;
+        IF l.burst OPERATOR(pg_catalog.<) '8e307'::pg_catalog.float8
+           AND (cap OPERATOR(pg_catalog.<) '8e307'::pg_catalog.float8 OR cap OPERATOR(pg_catalog.=) 'Infinity'::pg_catalog.float8) THEN
+            total := l.burst OPERATOR(pg_catalog.+) cap;
         ELSE
             BEGIN
-                total := l.burst + cap;
+                total := l.burst OPERATOR(pg_catalog.+) cap;
             EXCEPTION WHEN numeric_value_out_of_range THEN
                 total := 'Infinity';
             END;
         END IF;
-        IF r.cost > total THEN
-            PERFORM rl_report_invalid_request('cost_exceeds_debt_cap', l, r, form, rate);
+        IF r.cost OPERATOR(pg_catalog.>) total THEN
+            PERFORM @extschema@.rl_report_invalid_request('cost_exceeds_debt_cap'::pg_catalog.text, l, r, form, rate);
         END IF;
     END IF;
 END
@@ -181,7 +190,9 @@ $$;
 -- ReportInvalidPeriod
 CREATE FUNCTION rl_report_invalid_period(what text, given interval, seconds float8)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     RAISE EXCEPTION '% must be a positive interval of at least a microsecond', what
         USING ERRCODE = 'invalid_parameter_value',
@@ -198,7 +209,9 @@ $$;
 -- ReportRateOutOfRange
 CREATE FUNCTION rl_report_rate_out_of_range(rate float8, per interval)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     RAISE EXCEPTION 'rate per second is out of range'
         USING ERRCODE = 'invalid_parameter_value',
@@ -212,7 +225,9 @@ $$;
 -- ReportNegativeMaxWait
 CREATE FUNCTION rl_report_negative_max_wait(given interval)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     RAISE EXCEPTION 'max_wait must not be negative'
         USING ERRCODE = 'invalid_parameter_value',
@@ -224,7 +239,9 @@ $$;
 -- ReportNullArgument
 CREATE FUNCTION rl_report_null_argument(function_name text, argument text, hint text)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     RAISE EXCEPTION '% must not be null', argument
         USING ERRCODE = 'null_value_not_allowed',
@@ -236,7 +253,9 @@ $$;
 -- ReportEmptyName
 CREATE FUNCTION rl_report_empty_name()
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     RAISE EXCEPTION 'name must not be empty'
         USING ERRCODE = 'invalid_parameter_value',
@@ -248,7 +267,9 @@ $$;
 -- ReportTooLong
 CREATE FUNCTION rl_report_too_long(what text, bytes integer, max_bytes integer)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     RAISE EXCEPTION '% is too long', what
         USING ERRCODE = 'program_limit_exceeded',
@@ -266,14 +287,14 @@ DECLARE
     name_bytes integer := pg_catalog.octet_length(name);
     key_bytes integer := pg_catalog.octet_length(key);
 BEGIN
-    IF name_bytes = 0 THEN
-        PERFORM rl_report_empty_name();
+    IF name_bytes OPERATOR(pg_catalog.=) 0 THEN
+        PERFORM @extschema@.rl_report_empty_name();
     END IF;
-    IF name_bytes > 256 THEN
-        PERFORM rl_report_too_long('name', name_bytes, 256);
+    IF name_bytes OPERATOR(pg_catalog.>) 256 THEN
+        PERFORM @extschema@.rl_report_too_long('name'::pg_catalog.text, name_bytes, 256);
     END IF;
-    IF key_bytes > 1024 THEN
-        PERFORM rl_report_too_long('key', key_bytes, 1024);
+    IF key_bytes OPERATOR(pg_catalog.>) 1024 THEN
+        PERFORM @extschema@.rl_report_too_long('key'::pg_catalog.text, key_bytes, 1024);
     END IF;
 END
 $$;
@@ -281,7 +302,9 @@ $$;
 -- ReportReadOnly
 CREATE FUNCTION rl_report_read_only(function_name text)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     RAISE EXCEPTION 'cannot execute %() in a read-only transaction', function_name
         USING ERRCODE = 'read_only_sql_transaction',
@@ -293,7 +316,9 @@ $$;
 -- ReportRecovery
 CREATE FUNCTION rl_report_recovery(function_name text, state_logged boolean)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     IF state_logged THEN
         RAISE EXCEPTION 'cannot execute %() during recovery', function_name
@@ -311,7 +336,9 @@ $$;
 -- ReportReadOnlyDelete
 CREATE FUNCTION rl_report_read_only_delete(function_name text)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     RAISE EXCEPTION 'cannot execute %() in a read-only transaction', function_name
         USING ERRCODE = 'read_only_sql_transaction',
@@ -323,7 +350,9 @@ $$;
 -- ReportAtomicCall
 CREATE FUNCTION rl_report_atomic_call(function_name text, batch text)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     RAISE EXCEPTION '%() cannot run inside a transaction block or a function', function_name
         USING ERRCODE = 'active_sql_transaction',
@@ -339,7 +368,9 @@ $$;
 -- ReportBadLimitList
 CREATE FUNCTION rl_report_bad_limit_list(why text)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     RAISE EXCEPTION 'invalid list of limits'
         USING ERRCODE = 'invalid_parameter_value',
@@ -351,7 +382,9 @@ $$;
 -- ReportTooManyLimits
 CREATE FUNCTION rl_report_too_many_limits(count integer, max_count integer)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     RAISE EXCEPTION 'too many limits'
         USING ERRCODE = 'program_limit_exceeded',
@@ -365,7 +398,9 @@ $$;
 CREATE FUNCTION rl_report_sharded_cost(cost float8, pair_capacity float8, shards integer,
                                        reserving boolean)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     RAISE EXCEPTION 'cost exceeds what two shards hold'
         USING ERRCODE = 'invalid_parameter_value',
@@ -382,7 +417,9 @@ $$;
 -- ReportShardedTakeAll
 CREATE FUNCTION rl_report_sharded_take_all(name text)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     RAISE EXCEPTION 'rate_limit_take_all() does not take from sharded policies'
         USING ERRCODE = 'feature_not_supported',
@@ -394,7 +431,9 @@ $$;
 -- ReportGovernedName
 CREATE FUNCTION rl_report_governed_name(name text, function_name text)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     RAISE EXCEPTION 'rate limit "%" is governed by a policy', name
         USING ERRCODE = 'insufficient_privilege',
@@ -411,7 +450,9 @@ $$;
 CREATE FUNCTION rl_report_merged_cost_exceeds_burst(name text, key text, burst float8,
                                                     debt_cap float8)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     RAISE EXCEPTION 'costs of one bucket exceed burst'
         USING ERRCODE = 'invalid_parameter_value',
@@ -431,7 +472,9 @@ $$;
 -- ReportUndefinedPolicy
 CREATE FUNCTION rl_report_undefined_policy(name text, table_exists boolean)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     IF NOT table_exists THEN
         RAISE EXCEPTION 'rate limit policy "%" does not exist', name
@@ -451,7 +494,9 @@ $$;
 -- limiter's own error (the native one reads the latest definition).
 CREATE FUNCTION rl_report_policy_changed(name text)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     RAISE EXCEPTION 'could not serialize access due to a concurrent change of policy "%"', name
         USING ERRCODE = 'serialization_failure',
@@ -463,7 +508,9 @@ $$;
 -- ReportInvalidAmount
 CREATE FUNCTION rl_report_invalid_amount(amount float8)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     RAISE EXCEPTION 'amount must be a finite number greater than or equal to zero'
         USING ERRCODE = 'invalid_parameter_value',

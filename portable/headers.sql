@@ -14,7 +14,7 @@ CREATE FUNCTION rate_limit_headers(
     OUT ratelimit        text,
     OUT retry_after      text)
 LANGUAGE plpgsql STABLE PARALLEL SAFE SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -53,7 +53,7 @@ BEGIN
                   HINT = 'Name the policy in the headers with a non-empty ASCII name.';
     END IF;
     IF per_second IS NULL THEN
-        per_second := (rl_find_policy(policy)).tokens_per_second;
+        per_second := (@extschema@.rl_find_policy(policy)).tokens_per_second;
         IF per_second IS NULL THEN
             RAISE EXCEPTION 'rate limit policy "%" does not exist', policy
                 USING ERRCODE = 'undefined_object',
@@ -105,7 +105,7 @@ CREATE FUNCTION rate_limit_headers(
     OUT ratelimit        text,
     OUT retry_after      text)
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -200,12 +200,12 @@ CREATE FUNCTION rate_limit_headers(
     OUT ratelimit        text,
     OUT retry_after      text)
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_variable
 DECLARE
     sf_max CONSTANT float8 := '999999999999999'::float8;
-    element rate_limit_decision;
+    element @extschema@.rate_limit_decision;
     one record;
 BEGIN
     IF (decision.allowed IS NOT NULL
@@ -220,7 +220,7 @@ BEGIN
                   HINT = 'Pass the row a rate_limit_take_all() call returned.';
     END IF;
     FOREACH element IN ARRAY decision.decisions LOOP
-        one := rate_limit_headers(element);
+        one := @extschema@.rate_limit_headers(element);
         ratelimit_policy := CASE WHEN ratelimit_policy IS NULL THEN one.ratelimit_policy
                                  ELSE ratelimit_policy OPERATOR(pg_catalog.||) ', '
                                       OPERATOR(pg_catalog.||) one.ratelimit_policy END;

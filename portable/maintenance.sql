@@ -8,22 +8,22 @@
 --
 -- Locking: purge commits after each batch, so that no row lock is held for
 -- long.  A procedure that commits can neither be SECURITY DEFINER nor carry
--- a SET clause, so each batch is a SECURITY DEFINER function and the
--- procedure, running with the caller's rights, only loops and commits; it
--- is created with its schema written into it (a DO block), as it cannot set
--- search_path.  Purge locks rows with SKIP LOCKED, so a take in flight keeps
--- its row and purge never waits.  reset_limit deletes in one transaction,
+-- a SET clause, so each batch is a SECURITY DEFINER function (the first
+-- one also checks the call) and the procedure, running with the caller's
+-- rights, only loops and commits, qualifying all it names.  Purge locks
+-- rows with SKIP LOCKED, so a take in flight keeps its row and purge never
+-- waits.  reset_limit deletes in one transaction,
 -- locking the limit's rows in key order.
 
 -- A stored time in whole microseconds as a timestamptz (±2^63-1 and
 -- -2^63: ±infinity).
 CREATE FUNCTION rl_timestamp(us bigint) RETURNS timestamptz
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT CASE WHEN us >= 9223372036854775807 THEN 'infinity'::timestamptz
-                  WHEN us <= -9223372036854775807 THEN '-infinity'::timestamptz
-                  ELSE '2000-01-01 00:00:00+00'::timestamptz
-                       + (us / 1000000) * '1 second'::interval
-                       + (us % 1000000) * '1 microsecond'::interval END $$;
+AS $$ SELECT CASE WHEN us OPERATOR(pg_catalog.>=) '9223372036854775807'::bigint THEN 'infinity'::pg_catalog.timestamptz
+                  WHEN us OPERATOR(pg_catalog.<=) '-9223372036854775807'::bigint THEN '-infinity'::pg_catalog.timestamptz
+                  ELSE ('2000-01-01 00:00:00+00'::pg_catalog.timestamptz
+                        OPERATOR(pg_catalog.+) ((us OPERATOR(pg_catalog./) '1000000'::bigint) OPERATOR(pg_catalog.*) '1 second'::interval))
+                       OPERATOR(pg_catalog.+) ((us OPERATOR(pg_catalog.%) '1000000'::bigint) OPERATOR(pg_catalog.*) '1 microsecond'::interval) END $$;
 
 -- Whether row (tokens, stamp, full_at, box) of (name, row_key) can be
 -- forgotten at now_us (Forgettable): by its policy as defined now, if it
@@ -33,22 +33,22 @@ CREATE FUNCTION rl_forgettable(p rl_policies, p_name text, row_key text, b rl_bu
                                full_at_us bigint, now_us bigint) RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 DECLARE
-    l rl_limit;
+    l @extschema@.rl_limit;
 BEGIN
-    IF b.stamp_us > now_us THEN
+    IF b.stamp_us OPERATOR(pg_catalog.>) now_us THEN
         RETURN false;
     END IF;
     IF p.name IS NULL THEN
-        RETURN full_at_us <= now_us;
+        RETURN full_at_us OPERATOR(pg_catalog.<=) now_us;
     END IF;
-    IF p.initial < p.burst THEN
+    IF p.initial OPERATOR(pg_catalog.<) p.burst THEN
         RETURN false;
     END IF;
-    l := (rl_policy_row(p, p_name, row_key)).row_limit;
+    l := (@extschema@.rl_policy_row(p, p_name, row_key)).row_limit;
     IF l IS NULL THEN
-        RETURN full_at_us <= now_us;
+        RETURN full_at_us OPERATOR(pg_catalog.<=) now_us;
     END IF;
-    RETURN rl_is_full(b, l, now_us);
+    RETURN @extschema@.rl_is_full(b, l, now_us);
 END
 $$;
 
@@ -56,19 +56,30 @@ $$;
 -- when NULL) after (after_name, after_key) in key order, the next
 -- batch_size (at most 1000) are judged and the forgettable ones not locked by anyone are
 -- deleted.  Returns how many, and the last bucket judged (NULL: none left).
+-- The first batch (after_name NULL) checks the call first, as the native
+-- procedure does before its first batch.
 CREATE FUNCTION rl_purge_batch(p_name text, after_name text, after_key text, batch_size integer,
                                OUT deleted bigint, OUT last_name text, OUT last_key text)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    now_us bigint := rl_now();
+    now_us bigint := @extschema@.rl_now();
 BEGIN
+    IF after_name IS NULL THEN
+        IF p_name = '' THEN
+            PERFORM @extschema@.rl_report_empty_name();
+        END IF;
+        IF pg_catalog.octet_length(p_name) > 256 THEN
+            PERFORM @extschema@.rl_report_too_long('name', pg_catalog.octet_length(p_name), 256);
+        END IF;
+        PERFORM @extschema@.rl_begin_batches('rate_limit_purge');
+    END IF;
     IF pg_catalog.current_setting('transaction_read_only') = 'on' THEN
-        PERFORM rl_report_read_only_delete('rate_limit_purge');
+        PERFORM @extschema@.rl_report_read_only_delete('rate_limit_purge');
     END IF;
     SELECT c.name, c.key INTO last_name, last_key
-      FROM (SELECT t.name, t.key FROM rl_buckets AS t
+      FROM (SELECT t.name, t.key FROM @extschema@.rl_buckets AS t
              WHERE (p_name IS NULL OR t.name = p_name)
                AND (after_name IS NULL OR (t.name, t.key) > (after_name, after_key))
              ORDER BY t.name, t.key LIMIT least(batch_size, 1000)) AS c
@@ -85,21 +96,22 @@ BEGIN
     -- latest one.
     WITH judged AS (
         SELECT t.ctid AS row_id
-          FROM rl_buckets AS t LEFT JOIN rl_policies AS p ON p.name = t.name
+          FROM @extschema@.rl_buckets AS t LEFT JOIN @extschema@.rl_policies AS p ON p.name = t.name
          WHERE (p_name IS NULL OR t.name = p_name)
            AND (after_name IS NULL OR (t.name, t.key) > (after_name, after_key))
            AND (t.name, t.key) <= (last_name, last_key)
-           AND (p.name IS NULL OR p.xmax = '0'::xid OR p.xmax = p.xmin OR NOT rl_committed(p.xmax))
-           AND rl_forgettable(p, t.name, t.key, ROW(t.tokens, t.stamp_us, t.blocked_until_us)::rl_bucket,
+           AND (p.name IS NULL OR p.xmax = '0'::xid OR p.xmax = p.xmin OR NOT @extschema@.rl_committed(p.xmax))
+           AND @extschema@.rl_forgettable(p, t.name, t.key, ROW(t.tokens, t.stamp_us, t.blocked_until_us)::@extschema@.rl_bucket,
                               t.full_at_us, now_us)
            FOR UPDATE OF t SKIP LOCKED)
-    DELETE FROM rl_buckets AS t USING judged WHERE t.ctid = judged.row_id;
+    DELETE FROM @extschema@.rl_buckets AS t USING judged WHERE t.ctid = judged.row_id;
     GET DIAGNOSTICS deleted = ROW_COUNT;
 END
 $$;
 -- Executable by anyone: a batch deletes only buckets whose deletion changes
 -- no answer, so calling it directly gains nothing; the procedure, which
--- runs with its caller's rights, needs it.
+-- runs with its caller's rights, needs it (and nothing else of the
+-- limiter's).
 GRANT EXECUTE ON FUNCTION rl_purge_batch(text, text, text, integer) TO PUBLIC;
 
 
@@ -109,51 +121,38 @@ GRANT EXECUTE ON FUNCTION rl_purge_batch(text, text, text, integer) TO PUBLIC;
 -- it is, and the procedure's first COMMIT refuses it, with 2D000.)
 CREATE FUNCTION rl_begin_batches(function_name text) RETURNS void
 LANGUAGE plpgsql STABLE
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF pg_catalog.pg_is_in_recovery() THEN
-        PERFORM rl_report_recovery(function_name, rl_state_logged());
+        PERFORM @extschema@.rl_report_recovery(function_name, @extschema@.rl_state_logged());
     END IF;
     IF pg_catalog.statement_timestamp() <> pg_catalog.transaction_timestamp() THEN
-        PERFORM rl_report_atomic_call(function_name, '1000 keys');
+        PERFORM @extschema@.rl_report_atomic_call(function_name, '1000 keys');
     END IF;
 END
 $$;
 
--- The purge procedure, with the schema written into its body.
-DO $install$
-BEGIN
-    EXECUTE pg_catalog.format($procedure$
+-- The purge procedure: the batches, each committed.
 CREATE PROCEDURE rate_limit_purge(name text DEFAULT NULL, INOUT purged bigint DEFAULT NULL)
 LANGUAGE plpgsql
-AS $body$
+AS $$
 DECLARE
     batch record;
-    after_name text;
-    after_key text;
+    after_name pg_catalog.text;
+    after_key pg_catalog.text;
 BEGIN
-    IF name = '' THEN
-        PERFORM %1$I.rl_report_empty_name();
-    END IF;
-    IF pg_catalog.octet_length(name) > 256 THEN
-        PERFORM %1$I.rl_report_too_long('name', pg_catalog.octet_length(name), 256);
-    END IF;
-    PERFORM %1$I.rl_begin_batches('rate_limit_purge');
     purged := 0;
     LOOP
-        batch := %1$I.rl_purge_batch(name, after_name, after_key, 1000);
-        purged := purged + batch.deleted;
+        batch := @extschema@.rl_purge_batch(name, after_name, after_key, 1000);
+        purged := purged OPERATOR(pg_catalog.+) batch.deleted;
         COMMIT;
         EXIT WHEN batch.last_name IS NULL;
         after_name := batch.last_name;
         after_key := batch.last_key;
     END LOOP;
 END
-$body$;
-$procedure$, pg_catalog.current_schema());
-END
-$install$;
+$$;
 COMMENT ON PROCEDURE rate_limit_purge(text, bigint) IS
     'forgets the buckets of name (NULL: of every name) whose deletion changes no answer: full again, with no debt and nothing else to remember; commits after each batch; purged: how many';
 REVOKE ALL ON PROCEDURE rate_limit_purge(text, bigint) FROM PUBLIC;
@@ -167,29 +166,29 @@ REVOKE ALL ON PROCEDURE rate_limit_purge(text, bigint) FROM PUBLIC;
 -- buckets in key order (canonical order, as every take locks them).
 CREATE PROCEDURE rate_limit_reset_limit(name text, INOUT reset bigint DEFAULT NULL)
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF $1 IS NULL THEN
-        PERFORM rl_report_null_argument('rate_limit_reset_limit', 'name',
+        PERFORM @extschema@.rl_report_null_argument('rate_limit_reset_limit', 'name',
                                         'Pass the name of the limit whose buckets to reset.');
     END IF;
     IF $1 = '' THEN
-        PERFORM rl_report_empty_name();
+        PERFORM @extschema@.rl_report_empty_name();
     END IF;
     IF pg_catalog.octet_length($1) > 256 THEN
-        PERFORM rl_report_too_long('name', pg_catalog.octet_length($1), 256);
+        PERFORM @extschema@.rl_report_too_long('name', pg_catalog.octet_length($1), 256);
     END IF;
     IF pg_catalog.pg_is_in_recovery() THEN
-        PERFORM rl_report_recovery('rate_limit_reset_limit', rl_state_logged());
+        PERFORM @extschema@.rl_report_recovery('rate_limit_reset_limit', @extschema@.rl_state_logged());
     END IF;
     IF pg_catalog.current_setting('transaction_read_only') = 'on' THEN
-        PERFORM rl_report_read_only_delete('rate_limit_reset_limit');
+        PERFORM @extschema@.rl_report_read_only_delete('rate_limit_reset_limit');
     END IF;
     -- Locked in key order first; the DELETE, a statement of its own, then
     -- sees the latest version of every row (READ COMMITTED).
-    PERFORM FROM rl_buckets AS t WHERE t.name = $1 ORDER BY t.key FOR UPDATE;
-    DELETE FROM rl_buckets AS t WHERE t.name = $1;
+    PERFORM FROM @extschema@.rl_buckets AS t WHERE t.name = $1 ORDER BY t.key FOR UPDATE;
+    DELETE FROM @extschema@.rl_buckets AS t WHERE t.name = $1;
     GET DIAGNOSTICS reset = ROW_COUNT;
 END
 $$;
@@ -209,45 +208,45 @@ CREATE FUNCTION rate_limit_buckets(
     OUT blocked_until timestamptz)
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
-    p rl_policies;
+    p @extschema@.rl_policies;
     now_us bigint;
-    b rl_bucket;
+    b @extschema@.rl_bucket;
     row_of record;
-    row_limit rl_limit;
+    row_limit @extschema@.rl_limit;
     row_key text;
     row_shard integer;
-    d rl_decision;
+    d @extschema@.rl_decision;
     stored record;
 BEGIN
     IF $1 IS NULL THEN
-        PERFORM rl_report_null_argument('rate_limit_buckets', 'name',
+        PERFORM @extschema@.rl_report_null_argument('rate_limit_buckets', 'name',
                                         'Pass the name of the limit whose buckets to list.');
     END IF;
     IF $1 = '' THEN
-        PERFORM rl_report_empty_name();
+        PERFORM @extschema@.rl_report_empty_name();
     END IF;
     IF pg_catalog.octet_length($1) > 256 THEN
-        PERFORM rl_report_too_long('name', pg_catalog.octet_length($1), 256);
+        PERFORM @extschema@.rl_report_too_long('name', pg_catalog.octet_length($1), 256);
     END IF;
-    PERFORM rl_require_readable('rate_limit_buckets');
-    p := rl_find_policy($1);
-    now_us := rl_now();
+    PERFORM @extschema@.rl_require_readable('rate_limit_buckets');
+    p := @extschema@.rl_find_policy($1);
+    now_us := @extschema@.rl_now();
     FOR stored IN SELECT t.key, t.tokens, t.stamp_us, t.full_at_us, t.blocked_until_us
-                    FROM rl_buckets AS t WHERE t.name = $1 ORDER BY t.key LOOP
-        b := ROW(stored.tokens, stored.stamp_us, stored.blocked_until_us)::rl_bucket;
+                    FROM @extschema@.rl_buckets AS t WHERE t.name = $1 ORDER BY t.key LOOP
+        b := ROW(stored.tokens, stored.stamp_us, stored.blocked_until_us)::@extschema@.rl_bucket;
         key := stored.key;
         shard := NULL;
         tokens := stored.tokens;
-        last_refill := rl_timestamp(stored.stamp_us);
+        last_refill := @extschema@.rl_timestamp(stored.stamp_us);
         blocked_until := CASE WHEN stored.blocked_until_us > now_us
-                              THEN rl_timestamp(stored.blocked_until_us) END;
+                              THEN @extschema@.rl_timestamp(stored.blocked_until_us) END;
         row_limit := NULL;
         IF p.name IS NOT NULL THEN
-            SELECT * INTO row_of FROM rl_policy_row(p, $1, stored.key);
+            SELECT * INTO row_of FROM @extschema@.rl_policy_row(p, $1, stored.key);
             row_limit := row_of.row_limit;
             row_key := row_of.key;
             row_shard := row_of.shard;
@@ -255,12 +254,12 @@ BEGIN
         IF row_limit IS NOT NULL THEN
             key := row_key;
             shard := row_shard;
-            d := rl_decide(b, row_limit, rl_no_request(), now_us);
+            d := @extschema@.rl_decide(b, row_limit, @extschema@.rl_no_request(), now_us);
             balance := d.remaining;
-            full_at := rl_timestamp(rl_full_at(d, now_us));
+            full_at := @extschema@.rl_timestamp(@extschema@.rl_full_at(d, now_us));
         ELSE
             balance := NULL;
-            full_at := rl_timestamp(stored.full_at_us);
+            full_at := @extschema@.rl_timestamp(stored.full_at_us);
         END IF;
         RETURN NEXT;
     END LOOP;
@@ -275,7 +274,7 @@ REVOKE ALL ON FUNCTION rate_limit_buckets(text) FROM PUBLIC;
 CREATE FUNCTION rate_limit_set_logged(logged boolean)
 RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     was_logged boolean;
@@ -287,14 +286,14 @@ BEGIN
                   HINT = 'Pass true or false.';
     END IF;
     SELECT c.relpersistence = 'p'::"char" INTO was_logged
-      FROM pg_catalog.pg_class c WHERE c.oid = 'rl_buckets'::pg_catalog.regclass;
+      FROM pg_catalog.pg_class c WHERE c.oid = '@extschema@.rl_buckets'::pg_catalog.regclass;
     IF was_logged = logged THEN
         RETURN false;
     END IF;
     IF logged THEN
-        ALTER TABLE rl_buckets SET LOGGED;
+        ALTER TABLE @extschema@.rl_buckets SET LOGGED;
     ELSE
-        ALTER TABLE rl_buckets SET UNLOGGED;
+        ALTER TABLE @extschema@.rl_buckets SET UNLOGGED;
     END IF;
     RETURN true;
 END

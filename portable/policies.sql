@@ -4,7 +4,8 @@
 -- writes, the calls that give only a name, a key and a cost, several limits
 -- at once, the HTTP header values and the maintenance of the buckets.
 -- Included by ratelimit.sql, after core.sql, errors.sql and the calls with
--- explicit parameters; runs in the schema the limiter is installed into.
+-- explicit parameters; runs in the schema the limiter is installed into,
+-- naming its own objects as ratelimit.sql says.
 -- Policy checks and messages are the native extension's, word for word: the
 -- shared regression suite runs against both.
 
@@ -92,7 +93,7 @@ CREATE FUNCTION rate_limit_define(
     storage      text     DEFAULT 'table')
 RETURNS rl_policies
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -103,7 +104,7 @@ DECLARE
     micros_limit  CONSTANT float8 := '9223372036854775807'::float8;
     dividend      text;
     quotient      float8;
-    stored        rl_policies;
+    stored        @extschema@.rl_policies;
     penalty_micros float8;
 BEGIN
     IF $1 IS NULL OR $2 IS NULL OR $3 IS NULL THEN
@@ -256,7 +257,7 @@ BEGIN
                   HINT = pg_catalog.format('Pass a %s and period that come to about 5e-324 to 1.8e308 tokens per second, or a %s of 0.',
                                            dividend, dividend);
     END;
-    INSERT INTO rl_policies AS p
+    INSERT INTO @extschema@.rl_policies AS p
         (name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate, shards,
          max_reserved, penalty, storage)
     VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10, $11, $12, $13)
@@ -290,7 +291,7 @@ GRANT SELECT ON rate_limit_policies TO PUBLIC;
 CREATE FUNCTION rate_limit_drop(name text)
 RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF $1 IS NULL THEN
@@ -299,7 +300,7 @@ BEGIN
                   DETAIL = 'rate_limit_drop() requires a value for name.',
                   HINT = 'Pass the name of the policy to remove.';
     END IF;
-    DELETE FROM rl_policies AS p WHERE p.name = $1;
+    DELETE FROM @extschema@.rl_policies AS p WHERE p.name = $1;
     RETURN FOUND;
 END
 $$;
@@ -313,9 +314,11 @@ REVOKE ALL ON FUNCTION rate_limit_drop(text) FROM PUBLIC;
 CREATE FUNCTION rl_committed(x xid) RETURNS boolean
 LANGUAGE sql VOLATILE
 AS $$ SELECT pg_catalog.pg_xact_status(
-                 (s.next + (x::text::bigint - s.next % 4294967296 + 6442450944) % 4294967296
-                  - 2147483648)::text::pg_catalog.xid8) = 'committed'
-        FROM (SELECT pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::text::bigint
+                 (s.next OPERATOR(pg_catalog.+) ((((x::pg_catalog.text::bigint OPERATOR(pg_catalog.-) (s.next OPERATOR(pg_catalog.%) '4294967296'::bigint))
+                                OPERATOR(pg_catalog.+) '6442450944'::bigint) OPERATOR(pg_catalog.%) '4294967296'::bigint)
+                              OPERATOR(pg_catalog.-) '2147483648'::bigint))::pg_catalog.text::pg_catalog.xid8)
+             OPERATOR(pg_catalog.=) 'committed'::pg_catalog.text
+        FROM (SELECT pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::pg_catalog.text::bigint
                      AS next) AS s $$;
 
 -- The policy called name as last committed, or NULL, as the native
@@ -333,20 +336,21 @@ CREATE FUNCTION rl_find_policy(p_name text) RETURNS rl_policies
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     got record;
-    seen tid;
+    seen pg_catalog.tid;
 BEGIN
     LOOP
         SELECT p AS policy, p.xmin AS creator, p.xmax AS version, p.ctid AS at INTO got
-          FROM rl_policies AS p WHERE p.name = p_name;
+          FROM @extschema@.rl_policies AS p WHERE p.name OPERATOR(pg_catalog.=) p_name;
         IF NOT FOUND THEN
             RETURN NULL;
         END IF;
-        IF got.version = '0'::xid OR got.version = got.creator OR got.at = seen
-           OR NOT rl_committed(got.version) THEN
+        IF got.version OPERATOR(pg_catalog.=) '0'::pg_catalog.xid OR got.version OPERATOR(pg_catalog.=) got.creator OR got.at OPERATOR(pg_catalog.=) seen
+           OR NOT @extschema@.rl_committed(got.version) THEN
             RETURN got.policy;
         END IF;
-        IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
-            PERFORM rl_report_policy_changed(p_name);
+        IF pg_catalog.current_setting('transaction_isolation'::pg_catalog.text)
+           OPERATOR(pg_catalog.<>) 'read committed'::pg_catalog.text THEN
+            PERFORM @extschema@.rl_report_policy_changed(p_name);
         END IF;
         seen := got.at;
     END LOOP;
@@ -357,10 +361,10 @@ $$;
 CREATE FUNCTION rl_policy(p_name text) RETURNS rl_policies
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-    p rl_policies := rl_find_policy(p_name);
+    p @extschema@.rl_policies := @extschema@.rl_find_policy(p_name);
 BEGIN
     IF p.name IS NULL THEN
-        PERFORM rl_report_undefined_policy(p_name, true);
+        PERFORM @extschema@.rl_report_undefined_policy(p_name, true);
     END IF;
     RETURN p;
 END
@@ -370,7 +374,8 @@ $$;
 -- 64-bit hash of the key's bytes seeded with that of the name's.
 CREATE FUNCTION rl_bucket_hash(p_name text, p_key text, seed bigint) RETURNS numeric
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT h::numeric + CASE WHEN h < 0 THEN 18446744073709551616 ELSE 0 END
+AS $$ SELECT h::numeric OPERATOR(pg_catalog.+) CASE WHEN h OPERATOR(pg_catalog.<) '0'::bigint THEN '18446744073709551616'::numeric
+                                ELSE '0'::numeric END
         FROM (SELECT pg_catalog.hashtextextended(p_key COLLATE pg_catalog."C",
                      pg_catalog.hashtextextended(p_name COLLATE pg_catalog."C", seed)) AS h) AS s $$;
 
@@ -379,18 +384,20 @@ AS $$ SELECT h::numeric + CASE WHEN h < 0 THEN 18446744073709551616 ELSE 0 END
 CREATE FUNCTION rl_policy_limit(p rl_policies, p_name text, p_key text) RETURNS rl_limit
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT ROW(p.tokens_per_second, p.burst,
-                 CASE WHEN p.fixed_window THEN p.window_us ELSE 0 END,
-                 CASE WHEN NOT p.fixed_window THEN 0
-                      WHEN p.window_start_us IS NOT NULL THEN p.window_start_us % p.window_us
-                      ELSE (rl_bucket_hash(p_name, p_key, 131294707347319) % p.window_us)::bigint END,
-                 p.floor_per_second, coalesce(p.penalty_us, 0))::rl_limit $$;
+                 CASE WHEN p.fixed_window THEN p.window_us ELSE '0'::bigint END,
+                 CASE WHEN NOT p.fixed_window THEN '0'::bigint
+                      WHEN p.window_start_us IS NOT NULL THEN p.window_start_us OPERATOR(pg_catalog.%) p.window_us
+                      ELSE (@extschema@.rl_bucket_hash(p_name, p_key, '131294707347319'::bigint)
+                            OPERATOR(pg_catalog.%) p.window_us::numeric)::bigint END,
+                 p.floor_per_second, coalesce(p.penalty_us, '0'::bigint))::@extschema@.rl_limit $$;
 
 -- A policy call's request (PolicyRequest): reserving within max_wait
 -- seconds, owing at most the policy's max_reserved.
 CREATE FUNCTION rl_policy_request(p rl_policies, cost float8, max_wait float8) RETURNS rl_request
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT ROW(cost, max_wait > 0, true, p.max_reserved,
-                 CASE WHEN max_wait > 0 THEN max_wait ELSE 'Infinity'::float8 END)::rl_request $$;
+AS $$ SELECT ROW(cost, max_wait OPERATOR(pg_catalog.>) '0'::pg_catalog.float8, true, p.max_reserved,
+                 CASE WHEN max_wait OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 THEN max_wait
+                      ELSE 'Infinity'::pg_catalog.float8 END)::@extschema@.rl_request $$;
 
 -- retry_after stretched by the key's share of the policy's jitter
 -- (core::Jittered, with the hash of BucketHash's jitter seed).
@@ -398,17 +405,19 @@ CREATE FUNCTION rl_jittered(retry_after float8, fraction float8, p_name text, p_
 RETURNS float8
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 DECLARE
-    share float8;
-    stretched float8;
+    share pg_catalog.float8;
+    stretched pg_catalog.float8;
 BEGIN
-    IF NOT (retry_after > 0) OR retry_after = 'Infinity'::float8 OR NOT (fraction > 0) THEN
+    IF NOT (retry_after OPERATOR(pg_catalog.>) '0'::pg_catalog.float8) OR retry_after OPERATOR(pg_catalog.=) 'Infinity'::pg_catalog.float8
+       OR NOT (fraction OPERATOR(pg_catalog.>) '0'::pg_catalog.float8) THEN
         RETURN retry_after;
     END IF;
-    share := pg_catalog.floor(rl_bucket_hash(p_name, p_key, 117001157895538) / 2048)::float8
-             * ('1'::float8 / '9007199254740992'::float8);
-    stretched := pg_catalog.ceil(retry_after * ('1'::float8 + fraction * share) * '1000000'::float8)
-                 / '1000000'::float8;
-    RETURN CASE WHEN stretched < retry_after THEN retry_after ELSE stretched END;
+    share := pg_catalog.floor(@extschema@.rl_bucket_hash(p_name, p_key, '117001157895538'::bigint) OPERATOR(pg_catalog./) '2048'::numeric)::pg_catalog.float8
+             OPERATOR(pg_catalog.*) ('1'::pg_catalog.float8 OPERATOR(pg_catalog./) '9007199254740992'::pg_catalog.float8);
+    stretched := pg_catalog.ceil((retry_after OPERATOR(pg_catalog.*) ('1'::pg_catalog.float8 OPERATOR(pg_catalog.+) (fraction OPERATOR(pg_catalog.*) share)))
+                                 OPERATOR(pg_catalog.*) '1000000'::pg_catalog.float8)
+                 OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8;
+    RETURN CASE WHEN stretched OPERATOR(pg_catalog.<) retry_after THEN retry_after ELSE stretched END;
 END
 $$;
 
@@ -417,7 +426,7 @@ CREATE FUNCTION rl_policy_answer(d rl_decision, p rl_policies, p_name text)
 RETURNS rate_limit_decision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT ROW(d.allowed, d.remaining, d.retry_after, d.reset_after, p.burst, p_name, p.rate,
-                 p.per, d.refill_after)::rate_limit_decision $$;
+                 p.per, d.refill_after)::@extschema@.rate_limit_decision $$;
 
 -- Take or check (op) cost from key under policy name, reserving within
 -- max_wait as the policy allows (PolicyDecision).
@@ -426,44 +435,44 @@ CREATE FUNCTION rl_policy_call(function_name text, p_name text, p_key text, cost
 RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-    p rl_policies;
-    l rl_limit;
-    r rl_request;
-    d rl_decision;
+    p @extschema@.rl_policies;
+    l @extschema@.rl_limit;
+    r @extschema@.rl_request;
+    d @extschema@.rl_decision;
 BEGIN
-    PERFORM rl_check_name_and_key(p_name, p_key);
-    p := rl_policy(p_name);
-    l := rl_policy_limit(p, p_name, p_key);
-    r := rl_policy_request(p, cost, max_wait);
-    PERFORM rl_check_request(l, r, 'policy', l.rate);
-    IF op = 'check' THEN
-        PERFORM rl_require_readable(function_name);
+    PERFORM @extschema@.rl_check_name_and_key(p_name, p_key);
+    p := @extschema@.rl_policy(p_name);
+    l := @extschema@.rl_policy_limit(p, p_name, p_key);
+    r := @extschema@.rl_policy_request(p, cost, max_wait);
+    PERFORM @extschema@.rl_check_request(l, r, 'policy'::pg_catalog.text, l.rate);
+    IF op OPERATOR(pg_catalog.=) 'check'::pg_catalog.text THEN
+        PERFORM @extschema@.rl_require_readable(function_name);
     ELSE
-        PERFORM rl_require_writable(function_name);
+        PERFORM @extschema@.rl_require_writable(function_name);
     END IF;
-    IF p.shards > 1 THEN
-        d := rl_sharded_call(p_name, p_key, p, l, r, op, 0);
+    IF p.shards OPERATOR(pg_catalog.>) 1 THEN
+        d := @extschema@.rl_sharded_call(p_name, p_key, p, l, r, op, '0'::pg_catalog.float8);
     ELSE
-        d := rl_apply(p_name, p_key, l, r, op, 0, p.initial);
+        d := @extschema@.rl_apply(p_name, p_key, l, r, op, '0'::pg_catalog.float8, p.initial);
     END IF;
-    IF p.jitter > 0 AND NOT d.allowed THEN
-        d.retry_after := rl_jittered(d.retry_after, p.jitter, p_name, p_key);
+    IF p.jitter OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 AND NOT d.allowed THEN
+        d.retry_after := @extschema@.rl_jittered(d.retry_after, p.jitter, p_name, p_key);
     END IF;
-    RETURN rl_policy_answer(d, p, p_name);
+    RETURN @extschema@.rl_policy_answer(d, p, p_name);
 END
 $$;
 
 CREATE FUNCTION rate_limit_take(name text, key text, cost float8 DEFAULT 1)
 RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF pg_catalog.num_nulls($1, $2, $3) > 0 THEN
-        PERFORM rl_null_argument('rate_limit_take', ARRAY['name', 'key', 'cost'],
+        PERFORM @extschema@.rl_null_argument('rate_limit_take', ARRAY['name', 'key', 'cost'],
                                  ARRAY[$1, $2, $3::text], 'Every argument of this function needs a value.');
     END IF;
-    RETURN rl_policy_call('rate_limit_take', $1, $2, $3, 0, 'take');
+    RETURN @extschema@.rl_policy_call('rate_limit_take', $1, $2, $3, 0::float8, 'take');
 END
 $$;
 COMMENT ON FUNCTION rate_limit_take(text, text, float8) IS
@@ -472,14 +481,14 @@ COMMENT ON FUNCTION rate_limit_take(text, text, float8) IS
 CREATE FUNCTION rate_limit_check(name text, key text, cost float8 DEFAULT 1)
 RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF pg_catalog.num_nulls($1, $2, $3) > 0 THEN
-        PERFORM rl_null_argument('rate_limit_check', ARRAY['name', 'key', 'cost'],
+        PERFORM @extschema@.rl_null_argument('rate_limit_check', ARRAY['name', 'key', 'cost'],
                                  ARRAY[$1, $2, $3::text], 'Every argument of this function needs a value.');
     END IF;
-    RETURN rl_policy_call('rate_limit_check', $1, $2, $3, 0, 'check');
+    RETURN @extschema@.rl_policy_call('rate_limit_check', $1, $2, $3, 0::float8, 'check');
 END
 $$;
 COMMENT ON FUNCTION rate_limit_check(text, text, float8) IS
@@ -488,14 +497,14 @@ COMMENT ON FUNCTION rate_limit_check(text, text, float8) IS
 CREATE FUNCTION rate_limit_take(name text, key text, cost float8, max_wait interval)
 RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF pg_catalog.num_nulls($1, $2, $3) > 0 THEN
-        PERFORM rl_null_argument('rate_limit_take', ARRAY['name', 'key', 'cost'],
+        PERFORM @extschema@.rl_null_argument('rate_limit_take', ARRAY['name', 'key', 'cost'],
                                  ARRAY[$1, $2, $3::text], 'Only max_wait may be NULL, meaning no reservation.');
     END IF;
-    RETURN rl_policy_call('rate_limit_take', $1, $2, $3, rl_max_wait($4), 'take');
+    RETURN @extschema@.rl_policy_call('rate_limit_take', $1, $2, $3, @extschema@.rl_max_wait($4), 'take');
 END
 $$;
 COMMENT ON FUNCTION rate_limit_take(text, text, float8, interval) IS
@@ -504,14 +513,14 @@ COMMENT ON FUNCTION rate_limit_take(text, text, float8, interval) IS
 CREATE FUNCTION rate_limit_check(name text, key text, cost float8, max_wait interval)
 RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF pg_catalog.num_nulls($1, $2, $3) > 0 THEN
-        PERFORM rl_null_argument('rate_limit_check', ARRAY['name', 'key', 'cost'],
+        PERFORM @extschema@.rl_null_argument('rate_limit_check', ARRAY['name', 'key', 'cost'],
                                  ARRAY[$1, $2, $3::text], 'Only max_wait may be NULL, meaning no reservation.');
     END IF;
-    RETURN rl_policy_call('rate_limit_check', $1, $2, $3, rl_max_wait($4), 'check');
+    RETURN @extschema@.rl_policy_call('rate_limit_check', $1, $2, $3, @extschema@.rl_max_wait($4), 'check');
 END
 $$;
 COMMENT ON FUNCTION rate_limit_check(text, text, float8, interval) IS
@@ -520,48 +529,51 @@ COMMENT ON FUNCTION rate_limit_check(text, text, float8, interval) IS
 CREATE FUNCTION rate_limit_refund(name text, key text, amount float8)
 RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    p rl_policies;
-    l rl_limit;
-    d rl_decision;
+    p @extschema@.rl_policies;
+    l @extschema@.rl_limit;
+    d @extschema@.rl_decision;
 BEGIN
     IF pg_catalog.num_nulls($1, $2, $3) > 0 THEN
-        PERFORM rl_null_argument('rate_limit_refund', ARRAY['name', 'key', 'amount'],
+        PERFORM @extschema@.rl_null_argument('rate_limit_refund', ARRAY['name', 'key', 'amount'],
                                  ARRAY[$1, $2, $3::text], 'Every argument of this function needs a value.');
     END IF;
-    PERFORM rl_check_name_and_key($1, $2);
+    PERFORM @extschema@.rl_check_name_and_key($1, $2);
     IF NOT ($3 >= 0 AND $3 < 'Infinity'::float8) THEN
-        PERFORM rl_report_invalid_amount($3);
+        PERFORM @extschema@.rl_report_invalid_amount($3);
     END IF;
-    PERFORM rl_require_writable('rate_limit_refund');
-    p := rl_policy($1);
-    l := rl_policy_limit(p, $1, $2);
+    PERFORM @extschema@.rl_require_writable('rate_limit_refund');
+    p := @extschema@.rl_policy($1);
+    l := @extschema@.rl_policy_limit(p, $1, $2);
     IF p.shards > 1 THEN
-        d := rl_sharded_call($1, $2, p, l, NULL, 'refund', $3);
+        d := @extschema@.rl_sharded_call($1, $2, p, l, NULL::@extschema@.rl_request, 'refund', $3);
     ELSE
-        d := rl_apply($1, $2, l, NULL, 'refund', $3, p.initial);
+        d := @extschema@.rl_apply($1, $2, l, NULL::@extschema@.rl_request, 'refund', $3, p.initial);
     END IF;
-    RETURN rl_policy_answer(d, p, $1);
+    RETURN @extschema@.rl_policy_answer(d, p, $1);
 END
 $$;
 COMMENT ON FUNCTION rate_limit_refund(text, text, float8) IS
     'gives amount tokens back to the bucket (name, key) of policy name, never beyond its burst';
 REVOKE ALL ON FUNCTION rate_limit_refund(text, text, float8) FROM PUBLIC;
 
--- The elements of array argument what, none NULL (ArrayElements).
-CREATE FUNCTION rl_limit_list_elements(function_name text, what text, elements anyarray)
+-- The elements of array argument what, none NULL (ArrayElements); an
+-- array of costs comes as text, with its NULLs and dimensions.
+CREATE FUNCTION rl_limit_list_elements(function_name text, what text, elements text[])
 RETURNS integer
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     IF pg_catalog.array_ndims(elements) > 1 THEN
-        PERFORM rl_report_bad_limit_list(pg_catalog.format('%s has %s dimensions.', what,
+        PERFORM @extschema@.rl_report_bad_limit_list(pg_catalog.format('%s has %s dimensions.', what,
                                                            pg_catalog.array_ndims(elements)));
     END IF;
     FOR i IN 1..coalesce(pg_catalog.cardinality(elements), 0) LOOP
         IF elements[pg_catalog.array_lower(elements, 1) + i - 1] IS NULL THEN
-            PERFORM rl_report_null_argument(function_name, pg_catalog.format('%s[%s]', what, i),
+            PERFORM @extschema@.rl_report_null_argument(function_name, pg_catalog.format('%s[%s]', what, i),
                                             'Every element of names, keys and costs needs a value.');
         END IF;
     END LOOP;
@@ -580,14 +592,16 @@ $$;
 CREATE FUNCTION rl_take_buckets(b_name text[], b_key text[], b_limit rl_limit[],
                                 b_request rl_request[], b_initial float8[],
                                 OUT all_allowed boolean, OUT b_decision rl_decision[])
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     buckets integer := pg_catalog.cardinality(b_name);
-    b_state rl_bucket[] := '{}';
+    b_state @extschema@.rl_bucket[] := '{}';
     b_exists boolean[] := '{}';
     b_inserted boolean[] := pg_catalog.array_fill(false, ARRAY[pg_catalog.cardinality(b_name)]);
-    d rl_decision;
-    s rl_bucket;
+    d @extschema@.rl_decision;
+    s @extschema@.rl_bucket;
     now_us bigint;
     wait float8;
     inserted integer;
@@ -595,21 +609,21 @@ BEGIN
     all_allowed := true;
     b_decision := '{}';
     IF buckets = 1 THEN
-        d := rl_apply(b_name[1], b_key[1], b_limit[1], b_request[1], 'take', 0, b_initial[1]);
+        d := @extschema@.rl_apply(b_name[1], b_key[1], b_limit[1], b_request[1], 'take', 0::float8, b_initial[1]);
         b_decision[1] := d;
         all_allowed := d.allowed;
     ELSE
         -- Every bucket as committed, nothing locked.
-        now_us := rl_now();
+        now_us := @extschema@.rl_now();
         FOR b IN 1..buckets LOOP
             SELECT t.tokens, t.stamp_us, t.blocked_until_us INTO s
-              FROM rl_buckets AS t WHERE t.name = b_name[b] AND t.key = b_key[b];
+              FROM @extschema@.rl_buckets AS t WHERE t.name = b_name[b] AND t.key = b_key[b];
             b_exists[b] := FOUND;
             IF NOT FOUND THEN
-                s := ROW(coalesce(b_initial[b], b_limit[b].burst), now_us, rl_not_blocked())::rl_bucket;
+                s := ROW(coalesce(b_initial[b], b_limit[b].burst), now_us, @extschema@.rl_not_blocked())::@extschema@.rl_bucket;
             END IF;
             b_state[b] := s;
-            b_decision[b] := rl_decide(s, b_limit[b], b_request[b], now_us);
+            b_decision[b] := @extschema@.rl_decide(s, b_limit[b], b_request[b], now_us);
             all_allowed := all_allowed AND b_decision[b].allowed;
         END LOOP;
         IF all_allowed THEN
@@ -620,10 +634,10 @@ BEGIN
                     -- look again.
                     LOOP
                         SELECT t.tokens, t.stamp_us, t.blocked_until_us INTO s
-                          FROM rl_buckets AS t WHERE t.name = b_name[b] AND t.key = b_key[b] FOR UPDATE;
+                          FROM @extschema@.rl_buckets AS t WHERE t.name = b_name[b] AND t.key = b_key[b] FOR UPDATE;
                         EXIT WHEN FOUND;
-                        s := ROW(coalesce(b_initial[b], b_limit[b].burst), rl_now(), rl_not_blocked())::rl_bucket;
-                        INSERT INTO rl_buckets AS t
+                        s := ROW(coalesce(b_initial[b], b_limit[b].burst), @extschema@.rl_now(), @extschema@.rl_not_blocked())::@extschema@.rl_bucket;
+                        INSERT INTO @extschema@.rl_buckets AS t
                         VALUES (b_name[b], b_key[b], s.tokens, s.stamp_us, s.stamp_us, s.blocked_until_us)
                         ON CONFLICT ON CONSTRAINT rl_buckets_pkey DO NOTHING;
                         GET DIAGNOSTICS inserted = ROW_COUNT;
@@ -636,14 +650,14 @@ BEGIN
                     b_state[b] := s;
                 END LOOP;
                 -- One clock reading once every wait is over.
-                now_us := rl_now();
+                now_us := @extschema@.rl_now();
                 FOR b IN 1..buckets LOOP
                     IF b_inserted[b] THEN
                         s := b_state[b];
                         s.stamp_us := now_us;
                         b_state[b] := s;
                     END IF;
-                    b_decision[b] := rl_decide(b_state[b], b_limit[b], b_request[b], now_us);
+                    b_decision[b] := @extschema@.rl_decide(b_state[b], b_limit[b], b_request[b], now_us);
                     all_allowed := all_allowed AND b_decision[b].allowed;
                 END LOOP;
                 IF all_allowed IS NOT TRUE THEN
@@ -652,13 +666,13 @@ BEGIN
                 FOR b IN 1..buckets LOOP
                     d := b_decision[b];
                     IF d.write OR (b_inserted[b] AND b_initial[b] < b_limit[b].burst) THEN
-                        UPDATE rl_buckets AS t
+                        UPDATE @extschema@.rl_buckets AS t
                            SET tokens = (d.next).tokens, stamp_us = (d.next).stamp_us,
-                               full_at_us = rl_full_at(d, now_us),
+                               full_at_us = @extschema@.rl_full_at(d, now_us),
                                blocked_until_us = (d.next).blocked_until_us
                          WHERE t.name = b_name[b] AND t.key = b_key[b];
                     ELSIF b_inserted[b] THEN
-                        DELETE FROM rl_buckets AS t WHERE t.name = b_name[b] AND t.key = b_key[b];
+                        DELETE FROM @extschema@.rl_buckets AS t WHERE t.name = b_name[b] AND t.key = b_key[b];
                     END IF;
                 END LOOP;
             EXCEPTION WHEN SQLSTATE 'RLTA0' THEN
@@ -673,11 +687,11 @@ BEGIN
         IF NOT all_allowed THEN
             -- Nothing was taken: every bucket reports what it holds; one that
             -- would have granted alone still says so, with its wait.
-            now_us := rl_now();
+            now_us := @extschema@.rl_now();
             FOR b IN 1..buckets LOOP
                 IF b_decision[b].allowed THEN
                     wait := b_decision[b].retry_after;
-                    d := rl_decide(b_state[b], b_limit[b], ROW(0, false, false, 0, 'Infinity')::rl_request, now_us);
+                    d := @extschema@.rl_decide(b_state[b], b_limit[b], ROW(0, false, false, 0, 'Infinity')::@extschema@.rl_request, now_us);
                     d.allowed := true;
                     d.retry_after := wait;
                     b_decision[b] := d;
@@ -691,7 +705,7 @@ BEGIN
     IF NOT all_allowed AND buckets > 1 THEN
         FOR b IN 1..buckets LOOP
             IF b_limit[b].penalty_us > 0 AND NOT b_decision[b].allowed AND b_request[b].cost > 0 THEN
-                d := rl_apply(b_name[b], b_key[b], b_limit[b], b_request[b], 'penalize', 0, b_initial[b]);
+                d := @extschema@.rl_apply(b_name[b], b_key[b], b_limit[b], b_request[b], 'penalize', 0::float8, b_initial[b]);
                 -- The box stored is the one to wait for.
                 IF d.retry_after > b_decision[b].retry_after THEN
                     wait := d.retry_after;
@@ -700,7 +714,7 @@ BEGIN
                     b_decision[b] := d;
                 END IF;
             ELSIF NOT b_exists[b] AND b_initial[b] < b_limit[b].burst THEN
-                PERFORM rl_apply(b_name[b], b_key[b], b_limit[b], b_request[b], 'record', 0, b_initial[b]);
+                PERFORM @extschema@.rl_apply(b_name[b], b_key[b], b_limit[b], b_request[b], 'record', 0::float8, b_initial[b]);
             END IF;
         END LOOP;
     END IF;
@@ -714,55 +728,57 @@ $$;
 -- answer with its binding limit.
 CREATE FUNCTION rl_take_all(names text[], keys text[], costs float8[], max_wait float8)
 RETURNS rate_limit_all_decision
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     count integer;
     key_count integer;
     cost_count integer;
-    given_policy rl_policies[];
-    given_limit rl_limit[];
-    given_request rl_request[];
+    given_policy @extschema@.rl_policies[];
+    given_limit @extschema@.rl_limit[];
+    given_request @extschema@.rl_request[];
     order_of integer[];
     -- The distinct buckets, in canonical order.
     b_name text[] := '{}';
     b_key text[] := '{}';
-    b_limit rl_limit[] := '{}';
-    b_request rl_request[] := '{}';
+    b_limit @extschema@.rl_limit[] := '{}';
+    b_request @extschema@.rl_request[] := '{}';
     b_initial float8[] := '{}';
-    b_decision rl_decision[] := '{}';
+    b_decision @extschema@.rl_decision[] := '{}';
     bucket_of integer[];
     buckets integer := 0;
-    p rl_policies;
-    l rl_limit;
-    r rl_request;
-    d rl_decision;
+    p @extschema@.rl_policies;
+    l @extschema@.rl_limit;
+    r @extschema@.rl_request;
+    d @extschema@.rl_decision;
     cap float8;
     all_allowed boolean := true;
     binding integer := 1;
     better boolean;
     longest float8 := 0;
     remaining float8[] := '{}';
-    decisions rate_limit_decision[] := '{}';
-    result rate_limit_all_decision;
+    decisions @extschema@.rate_limit_decision[] := '{}';
+    result @extschema@.rate_limit_all_decision;
     c integer;
 BEGIN
-    count := rl_limit_list_elements('rate_limit_take_all', 'names', names);
-    key_count := rl_limit_list_elements('rate_limit_take_all', 'keys', keys);
+    count := @extschema@.rl_limit_list_elements('rate_limit_take_all', 'names', names);
+    key_count := @extschema@.rl_limit_list_elements('rate_limit_take_all', 'keys', keys);
     cost_count := count;
     IF costs IS NOT NULL THEN
-        cost_count := rl_limit_list_elements('rate_limit_take_all', 'costs', costs);
+        cost_count := @extschema@.rl_limit_list_elements('rate_limit_take_all', 'costs', costs::text[]);
     END IF;
     IF count = 0 THEN
-        PERFORM rl_report_bad_limit_list('No limit was given.');
+        PERFORM @extschema@.rl_report_bad_limit_list('No limit was given.');
     END IF;
     IF key_count <> count OR cost_count <> count THEN
-        PERFORM rl_report_bad_limit_list(pg_catalog.format(
+        PERFORM @extschema@.rl_report_bad_limit_list(pg_catalog.format(
             'The lengths of names, keys and costs are %s, %s and %s.', count, key_count, cost_count));
     END IF;
     IF count > 64 THEN
-        PERFORM rl_report_too_many_limits(count, 64);
+        PERFORM @extschema@.rl_report_too_many_limits(count, 64);
     END IF;
-    PERFORM rl_require_writable('rate_limit_take_all');
+    PERFORM @extschema@.rl_require_writable('rate_limit_take_all');
     -- Subscripts from 1, whatever the arrays' lower bounds.
     names := names[pg_catalog.array_lower(names, 1):pg_catalog.array_upper(names, 1)];
     keys := keys[pg_catalog.array_lower(keys, 1):pg_catalog.array_upper(keys, 1)];
@@ -771,14 +787,14 @@ BEGIN
     END IF;
 
     FOR i IN 1..count LOOP
-        PERFORM rl_check_name_and_key(names[i], keys[i]);
-        p := rl_policy(names[i]);
+        PERFORM @extschema@.rl_check_name_and_key(names[i], keys[i]);
+        p := @extschema@.rl_policy(names[i]);
         IF p.shards > 1 THEN
-            PERFORM rl_report_sharded_take_all(names[i]);
+            PERFORM @extschema@.rl_report_sharded_take_all(names[i]);
         END IF;
-        l := rl_policy_limit(p, names[i], keys[i]);
-        r := rl_policy_request(p, coalesce(costs[i], 1), max_wait);
-        PERFORM rl_check_request(l, r, 'policy', l.rate);
+        l := @extschema@.rl_policy_limit(p, names[i], keys[i]);
+        r := @extschema@.rl_policy_request(p, coalesce(costs[i], 1), max_wait);
+        PERFORM @extschema@.rl_check_request(l, r, 'policy', l.rate);
         given_policy[i] := p;
         given_limit[i] := l;
         given_request[i] := r;
@@ -794,9 +810,9 @@ BEGIN
             r := b_request[buckets];
             r.cost := r.cost + given_request[c].cost;
             b_request[buckets] := r;
-            cap := rl_debt_cap(b_limit[buckets], r);
+            cap := @extschema@.rl_debt_cap(b_limit[buckets], r);
             IF r.cost > b_limit[buckets].burst + cap THEN
-                PERFORM rl_report_merged_cost_exceeds_burst(names[c], keys[c], b_limit[buckets].burst, cap);
+                PERFORM @extschema@.rl_report_merged_cost_exceeds_burst(names[c], keys[c], b_limit[buckets].burst, cap);
             END IF;
         ELSE
             buckets := buckets + 1;
@@ -809,11 +825,11 @@ BEGIN
         bucket_of[c] := buckets;
     END LOOP;
     FOR b IN 1..buckets LOOP
-        PERFORM rl_check_request(b_limit[b], b_request[b], 'policy', b_limit[b].rate);
+        PERFORM @extschema@.rl_check_request(b_limit[b], b_request[b], 'policy', b_limit[b].rate);
     END LOOP;
 
     SELECT t.all_allowed, t.b_decision INTO all_allowed, b_decision
-      FROM rl_take_buckets(b_name, b_key, b_limit, b_request, b_initial) AS t;
+      FROM @extschema@.rl_take_buckets(b_name, b_key, b_limit, b_request, b_initial) AS t;
 
     -- The binding limit: denied, the one to wait longest for; granted, the
     -- one left with the smallest share of its burst; ties: the first given.
@@ -831,7 +847,7 @@ BEGIN
     FOR i IN 1..count LOOP
         d := b_decision[bucket_of[i]];
         remaining := remaining || d.remaining;
-        decisions := decisions || rl_policy_answer(d, given_policy[i], names[i]);
+        decisions := decisions || @extschema@.rl_policy_answer(d, given_policy[i], names[i]);
         IF d.retry_after > longest THEN
             longest := d.retry_after;
         END IF;
@@ -850,14 +866,14 @@ $$;
 CREATE FUNCTION rate_limit_take_all(names text[], keys text[], costs float8[] DEFAULT NULL)
 RETURNS rate_limit_all_decision
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF pg_catalog.num_nulls($1, $2) > 0 THEN
-        PERFORM rl_null_argument('rate_limit_take_all', ARRAY['names', 'keys'],
+        PERFORM @extschema@.rl_null_argument('rate_limit_take_all', ARRAY['names', 'keys'],
                                  ARRAY[$1::text, $2::text], 'Every argument of this function needs a value.');
     END IF;
-    RETURN rl_take_all($1, $2, $3, 0);
+    RETURN @extschema@.rl_take_all($1, $2, $3, 0::float8);
 END
 $$;
 COMMENT ON FUNCTION rate_limit_take_all(text[], text[], float8[]) IS
@@ -866,15 +882,15 @@ COMMENT ON FUNCTION rate_limit_take_all(text[], text[], float8[]) IS
 CREATE FUNCTION rate_limit_take_all(names text[], keys text[], costs float8[], max_wait interval)
 RETURNS rate_limit_all_decision
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF pg_catalog.num_nulls($1, $2) > 0 THEN
-        PERFORM rl_null_argument('rate_limit_take_all', ARRAY['names', 'keys'],
+        PERFORM @extschema@.rl_null_argument('rate_limit_take_all', ARRAY['names', 'keys'],
                                  ARRAY[$1::text, $2::text],
                                  'Only costs (meaning 1 each) and max_wait (meaning no reservation) may be NULL.');
     END IF;
-    RETURN rl_take_all($1, $2, $3, rl_max_wait($4));
+    RETURN @extschema@.rl_take_all($1, $2, $3, @extschema@.rl_max_wait($4));
 END
 $$;
 COMMENT ON FUNCTION rate_limit_take_all(text[], text[], float8[], interval) IS

@@ -14,6 +14,23 @@
 -- transaction), where the native extension never fails.  The functions run
 -- with the rights of the role that ran this script (SECURITY DEFINER): the
 -- tables are theirs alone, and the functions are the interface.
+--
+-- No routine resolves a name or an operator through its caller's
+-- search_path, nor finds one that another role could put in this schema.
+-- A routine either has a SET search_path = pg_catalog, pg_temp clause (the
+-- SECURITY DEFINER functions, and those that run at most a few times a
+-- call or only to raise an error), or, for speed, has none and writes
+-- every operator as OPERATOR(pg_catalog.x) and every function, type and
+-- table schema-qualified (the algebra and the other helpers on every
+-- call's way: a SET clause costs each call of a function a good deal, and
+-- keeps a LANGUAGE sql function from being inlined).  Either way the
+-- limiter's own objects are named @extschema@.name, which the extension's
+-- install replaces by the schema, and which this script replaces once
+-- every routine is created (created unchecked, checked then); and the
+-- limiter's own functions get arguments of their parameters' own types
+-- (or text literals), so that no overload can match better.  PUBLIC may
+-- execute the API only, and rl_purge_batch, which rate_limit_purge calls
+-- with its caller's rights.
 
 \set ON_ERROR_STOP 1
 SELECT pg_catalog.current_schema() AS rl_schema \gset
@@ -39,6 +56,7 @@ END
 $$;
 
 BEGIN; -- (psql only)
+SET LOCAL check_function_bodies = off; -- (psql only)
 \ir core.sql
 \ir errors.sql
 
@@ -87,8 +105,11 @@ COMMENT ON TABLE rl_buckets IS
 -- more digits than a float8 keeps).
 CREATE FUNCTION rl_now() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL SAFE
-AS $$ SELECT pg_catalog.floor(pg_catalog.date_part('epoch', c.t) / 60)::bigint * 60000000
-             + pg_catalog.date_part('microseconds', pg_catalog.timezone('UTC', c.t))::bigint - 946684800000000
+AS $$ SELECT ((pg_catalog.floor(pg_catalog.date_part('epoch'::pg_catalog.text, c.t) OPERATOR(pg_catalog./) '60'::pg_catalog.float8)::bigint
+               OPERATOR(pg_catalog.*) '60000000'::bigint)
+              OPERATOR(pg_catalog.+) pg_catalog.date_part('microseconds'::pg_catalog.text,
+                                       pg_catalog.timezone('UTC'::pg_catalog.text, c.t))::bigint)
+             OPERATOR(pg_catalog.-) '946684800000000'::bigint
         FROM (SELECT pg_catalog.clock_timestamp() AS t) AS c $$;
 COMMENT ON FUNCTION rl_now() IS 'the limiter''s clock: microseconds since 2000-01-01 UTC';
 
@@ -98,11 +119,13 @@ COMMENT ON FUNCTION rl_now() IS 'the limiter''s clock: microseconds since 2000-0
 -- of every call.
 CREATE FUNCTION rl_null_argument(function_name text, names text[], arguments text[], hint text)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     FOR i IN 1..pg_catalog.array_length(names, 1) LOOP
         IF arguments[i] IS NULL THEN
-            PERFORM rl_report_null_argument(function_name, names[i],
+            PERFORM @extschema@.rl_report_null_argument(function_name, names[i],
                                             CASE WHEN names[i] = 'key'
                                                  THEN 'Use key '''' for a limit shared by every caller.'
                                                  ELSE hint END);
@@ -114,20 +137,21 @@ $$;
 -- A request with nothing to take (core::Request::Plain(0)).
 CREATE FUNCTION rl_no_request() RETURNS rl_request
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT ROW(0, false, false, 0, 'Infinity')::rl_request $$;
+AS $$ SELECT ROW('0'::pg_catalog.float8, false, false, '0'::pg_catalog.float8,
+                 'Infinity'::pg_catalog.float8)::@extschema@.rl_request $$;
 
 -- max_wait in seconds: 0 when NULL; 22023 when negative (MaxWaitArg).
 CREATE FUNCTION rl_max_wait(max_wait interval) RETURNS float8
 LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
 DECLARE
-    seconds float8;
+    seconds pg_catalog.float8;
 BEGIN
     IF max_wait IS NULL THEN
         RETURN 0;
     END IF;
-    seconds := pg_catalog.date_part('epoch', max_wait);
-    IF NOT (seconds >= 0) THEN
-        PERFORM rl_report_negative_max_wait(max_wait);
+    seconds := pg_catalog.date_part('epoch'::pg_catalog.text, max_wait);
+    IF NOT (seconds OPERATOR(pg_catalog.>=) '0'::pg_catalog.float8) THEN
+        PERFORM @extschema@.rl_report_negative_max_wait(max_wait);
     END IF;
     RETURN seconds;
 END
@@ -139,30 +163,33 @@ $$;
 CREATE FUNCTION rl_per_period_limit(rate float8, per interval, burst float8) RETURNS rl_limit
 LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
 DECLARE
-    seconds float8 := pg_catalog.date_part('epoch', per);
-    l rl_limit := ROW(rate, coalesce(burst, rate), 0, 0, 0, 0)::rl_limit;
-    per_second float8;
+    seconds pg_catalog.float8 := pg_catalog.date_part('epoch'::pg_catalog.text, per);
+    l @extschema@.rl_limit := ROW(rate, coalesce(burst, rate), 0, 0, '0'::pg_catalog.float8, 0)::@extschema@.rl_limit;
+    per_second pg_catalog.float8;
 BEGIN
-    IF NOT (seconds > '-Infinity'::float8 AND seconds < 'Infinity'::float8
-            AND pg_catalog.round(seconds * '1000000'::float8) >= 1) THEN
-        PERFORM rl_report_invalid_period('per', per, seconds);
+    IF NOT (seconds OPERATOR(pg_catalog.>) '-Infinity'::pg_catalog.float8 AND seconds OPERATOR(pg_catalog.<) 'Infinity'::pg_catalog.float8
+            AND pg_catalog.round(seconds OPERATOR(pg_catalog.*) '1000000'::pg_catalog.float8) OPERATOR(pg_catalog.>=) '1'::pg_catalog.float8) THEN
+        PERFORM @extschema@.rl_report_invalid_period('per'::pg_catalog.text, per, seconds);
     END IF;
-    IF NOT (rate >= 0 AND rate < 'Infinity'::float8) THEN
-        PERFORM rl_report_invalid_request('rate_invalid', l, rl_no_request(), 'per_period', rate);
+    IF NOT (rate OPERATOR(pg_catalog.>=) '0'::pg_catalog.float8 AND rate OPERATOR(pg_catalog.<) 'Infinity'::pg_catalog.float8) THEN
+        PERFORM @extschema@.rl_report_invalid_request('rate_invalid'::pg_catalog.text, l, @extschema@.rl_no_request(),
+                                           'per_period'::pg_catalog.text, rate);
     END IF;
     -- A quotient beyond float8 is an error in SQL (Infinity or 0 in C); only
     -- rates at the ends of the range can give one.
-    IF rate > 0 AND (rate > '1e300'::float8 OR rate < '1e-300'::float8) THEN
+    IF rate OPERATOR(pg_catalog.>) '0'::pg_catalog.float8
+       AND (rate OPERATOR(pg_catalog.>) '1e300'::pg_catalog.float8 OR rate OPERATOR(pg_catalog.<) '1e-300'::pg_catalog.float8) THEN
         BEGIN
-            per_second := rate / seconds;
+            per_second := rate OPERATOR(pg_catalog./) seconds;
         EXCEPTION WHEN numeric_value_out_of_range THEN
             per_second := 0;
         END;
     ELSE
-        per_second := rate / seconds;
+        per_second := rate OPERATOR(pg_catalog./) seconds;
     END IF;
-    IF rate > 0 AND NOT (per_second > 0 AND per_second < 'Infinity'::float8) THEN
-        PERFORM rl_report_rate_out_of_range(rate, per);
+    IF rate OPERATOR(pg_catalog.>) '0'::pg_catalog.float8
+       AND NOT (per_second OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 AND per_second OPERATOR(pg_catalog.<) 'Infinity'::pg_catalog.float8) THEN
+        PERFORM @extschema@.rl_report_rate_out_of_range(rate, per);
     END IF;
     l.rate := per_second;
     RETURN l;
@@ -174,10 +201,12 @@ $$;
 CREATE FUNCTION rl_within(cost float8, max_wait interval, max_reserved float8) RETURNS rl_request
 LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
 DECLARE
-    wait_s float8 := rl_max_wait(max_wait);
+    wait_s pg_catalog.float8 := @extschema@.rl_max_wait(max_wait);
 BEGIN
-    RETURN ROW(cost, wait_s > 0, max_reserved IS NOT NULL, coalesce(max_reserved, 0),
-               CASE WHEN wait_s > 0 THEN wait_s ELSE 'Infinity'::float8 END)::rl_request;
+    RETURN ROW(cost, wait_s OPERATOR(pg_catalog.>) '0'::pg_catalog.float8, max_reserved IS NOT NULL,
+               coalesce(max_reserved, '0'::pg_catalog.float8),
+               CASE WHEN wait_s OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 THEN wait_s
+                    ELSE 'Infinity'::pg_catalog.float8 END)::@extschema@.rl_request;
 END
 $$;
 
@@ -187,7 +216,7 @@ CREATE FUNCTION rl_penalized(d rl_decision) RETURNS rl_decision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT CASE WHEN d.allowed
                   THEN ROW(false, false, d.remaining, d.retry_after, d.reset_after, d.refill_after,
-                           d.next, d.refunded)::rl_decision
+                           d.next, d.refunded)::@extschema@.rl_decision
                   ELSE d END $$;
 
 -- What operation op decides on bucket b (Evaluate): 'take' and 'check' of
@@ -196,10 +225,10 @@ AS $$ SELECT CASE WHEN d.allowed
 CREATE FUNCTION rl_operate(b rl_bucket, l rl_limit, r rl_request, op text, amount float8,
                            now_us bigint) RETURNS rl_decision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT CASE op WHEN 'refund' THEN rl_refund(b, l, amount, now_us)
-                     WHEN 'record' THEN rl_decide(b, l, rl_no_request(), now_us)
-                     WHEN 'penalize' THEN rl_penalized(rl_decide(b, l, r, now_us))
-                     ELSE rl_decide(b, l, r, now_us) END $$;
+AS $$ SELECT CASE WHEN op OPERATOR(pg_catalog.=) 'refund'::pg_catalog.text THEN @extschema@.rl_refund(b, l, amount, now_us)
+                  WHEN op OPERATOR(pg_catalog.=) 'record'::pg_catalog.text THEN @extschema@.rl_decide(b, l, @extschema@.rl_no_request(), now_us)
+                  WHEN op OPERATOR(pg_catalog.=) 'penalize'::pg_catalog.text THEN @extschema@.rl_penalized(@extschema@.rl_decide(b, l, r, now_us))
+                  ELSE @extschema@.rl_decide(b, l, r, now_us) END $$;
 
 -- Decides (and, but for a check, stores) operation op on bucket (name, key),
 -- a new one starting with initial tokens (NULL: full), as the native
@@ -213,30 +242,30 @@ CREATE FUNCTION rl_apply(p_name text, p_key text, l rl_limit, r rl_request, op t
 RETURNS rl_decision
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-    writes boolean := op <> 'check';
-    below_full boolean := coalesce(initial < l.burst, false);
-    looked rl_bucket;
-    b rl_bucket;
-    d rl_decision;
+    writes boolean := op OPERATOR(pg_catalog.<>) 'check'::pg_catalog.text;
+    below_full boolean := coalesce(initial OPERATOR(pg_catalog.<) l.burst, false);
+    looked @extschema@.rl_bucket;
+    b @extschema@.rl_bucket;
+    d @extschema@.rl_decision;
     now_us bigint;
-    inserted int;
+    inserted integer;
 BEGIN
     LOOP
-        now_us := rl_now();
+        now_us := @extschema@.rl_now();
         SELECT t.tokens, t.stamp_us, t.blocked_until_us INTO looked
-          FROM rl_buckets AS t WHERE t.name = p_name AND t.key = p_key;
+          FROM @extschema@.rl_buckets AS t WHERE t.name OPERATOR(pg_catalog.=) p_name AND t.key OPERATOR(pg_catalog.=) p_key;
         IF NOT FOUND THEN
             looked := NULL;
-            d := rl_operate(ROW(coalesce(initial, l.burst), now_us, rl_not_blocked())::rl_bucket,
+            d := @extschema@.rl_operate(ROW(coalesce(initial, l.burst), now_us, @extschema@.rl_not_blocked())::@extschema@.rl_bucket,
                             l, r, op, amount, now_us);
             IF NOT writes OR NOT (d.write OR below_full) THEN
                 RETURN d;
             END IF;
         ELSE
-            IF op = 'record' THEN
+            IF op OPERATOR(pg_catalog.=) 'record'::pg_catalog.text THEN
                 RETURN d; -- the key is known already
             END IF;
-            d := rl_operate(looked, l, r, op, amount, now_us);
+            d := @extschema@.rl_operate(looked, l, r, op, amount, now_us);
             IF NOT writes OR NOT d.write THEN
                 RETURN d;
             END IF;
@@ -246,35 +275,35 @@ BEGIN
         -- caller's transaction ends; a sharded take releases it: see
         -- rl_sharded_call.)
         SELECT t.tokens, t.stamp_us, t.blocked_until_us INTO b
-          FROM rl_buckets AS t WHERE t.name = p_name AND t.key = p_key FOR UPDATE;
+          FROM @extschema@.rl_buckets AS t WHERE t.name OPERATOR(pg_catalog.=) p_name AND t.key OPERATOR(pg_catalog.=) p_key FOR UPDATE;
         IF NOT FOUND THEN
             IF looked IS NOT NULL THEN
                 CONTINUE; -- reset meanwhile: look again
             END IF;
-            INSERT INTO rl_buckets AS t
-            VALUES (p_name, p_key, (d.next).tokens, (d.next).stamp_us, rl_full_at(d, now_us),
+            INSERT INTO @extschema@.rl_buckets AS t
+            VALUES (p_name, p_key, (d.next).tokens, (d.next).stamp_us, @extschema@.rl_full_at(d, now_us),
                     (d.next).blocked_until_us)
             ON CONFLICT ON CONSTRAINT rl_buckets_pkey DO NOTHING;
             GET DIAGNOSTICS inserted = ROW_COUNT;
-            IF inserted = 1 THEN
+            IF inserted OPERATOR(pg_catalog.=) 1 THEN
                 RETURN d;
             END IF;
             CONTINUE; -- inserted meanwhile: decide again on it
         END IF;
-        IF op = 'record' THEN
+        IF op OPERATOR(pg_catalog.=) 'record'::pg_catalog.text THEN
             RETURN d; -- the key is known already
         END IF;
         -- What was decided on is what is locked: the decision stands, at the
         -- clock reading it was made at.  Otherwise decide again, now.
-        IF looked IS NULL OR b IS DISTINCT FROM looked THEN
-            now_us := rl_now();
-            d := rl_operate(b, l, r, op, amount, now_us);
+        IF looked IS NULL OR NOT (b OPERATOR(pg_catalog.=) looked) THEN
+            now_us := @extschema@.rl_now();
+            d := @extschema@.rl_operate(b, l, r, op, amount, now_us);
         END IF;
         IF d.write THEN
-            UPDATE rl_buckets AS t
-               SET tokens = (d.next).tokens, stamp_us = (d.next).stamp_us,
-                   full_at_us = rl_full_at(d, now_us), blocked_until_us = (d.next).blocked_until_us
-             WHERE t.name = p_name AND t.key = p_key;
+            UPDATE @extschema@.rl_buckets AS t
+               SET (tokens, stamp_us, full_at_us, blocked_until_us)
+                   = ROW((d.next).tokens, (d.next).stamp_us, @extschema@.rl_full_at(d, now_us), (d.next).blocked_until_us)
+             WHERE t.name OPERATOR(pg_catalog.=) p_name AND t.key OPERATOR(pg_catalog.=) p_key;
         END IF;
         RETURN d;
     END LOOP;
@@ -284,8 +313,8 @@ $$;
 -- Whether bucket state is in a logged table (kept on standbys).
 CREATE FUNCTION rl_state_logged() RETURNS boolean
 LANGUAGE sql STABLE
-AS $$ SELECT c.relpersistence = 'p' FROM pg_catalog.pg_class AS c
-       WHERE c.oid = 'rl_buckets'::pg_catalog.regclass $$;
+AS $$ SELECT c.relpersistence OPERATOR(pg_catalog.=) 'p'::pg_catalog."char" FROM pg_catalog.pg_class AS c
+       WHERE c.oid OPERATOR(pg_catalog.=) '@extschema@.rl_buckets'::pg_catalog.regclass::pg_catalog.oid $$;
 
 -- A call that writes bucket state: refused on a standby and in a read-only
 -- transaction, with the native messages (RequireWritable).
@@ -293,10 +322,10 @@ CREATE FUNCTION rl_require_writable(function_name text) RETURNS void
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
     IF pg_catalog.pg_is_in_recovery() THEN
-        PERFORM rl_report_recovery(function_name, rl_state_logged());
+        PERFORM @extschema@.rl_report_recovery(function_name, @extschema@.rl_state_logged());
     END IF;
-    IF pg_catalog.current_setting('transaction_read_only') = 'on' THEN
-        PERFORM rl_report_read_only(function_name);
+    IF pg_catalog.current_setting('transaction_read_only'::pg_catalog.text) OPERATOR(pg_catalog.=) 'on'::pg_catalog.text THEN
+        PERFORM @extschema@.rl_report_read_only(function_name);
     END IF;
 END
 $$;
@@ -306,8 +335,8 @@ $$;
 CREATE FUNCTION rl_require_readable(function_name text) RETURNS void
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
-    IF pg_catalog.pg_is_in_recovery() AND NOT rl_state_logged() THEN
-        PERFORM rl_report_recovery(function_name, false);
+    IF pg_catalog.pg_is_in_recovery() AND NOT @extschema@.rl_state_logged() THEN
+        PERFORM @extschema@.rl_report_recovery(function_name, false);
     END IF;
 END
 $$;
@@ -318,9 +347,9 @@ $$;
 CREATE FUNCTION rl_explicit_name(function_name text, p_name text, p_key text) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
-    PERFORM rl_check_name_and_key(p_name, p_key);
-    IF (rl_find_policy(p_name)).name IS NOT NULL THEN
-        PERFORM rl_report_governed_name(p_name, function_name);
+    PERFORM @extschema@.rl_check_name_and_key(p_name, p_key);
+    IF (@extschema@.rl_find_policy(p_name)).name IS NOT NULL THEN
+        PERFORM @extschema@.rl_report_governed_name(p_name, function_name);
     END IF;
 END
 $$;
@@ -335,24 +364,24 @@ CREATE FUNCTION rl_explicit_call(function_name text, p_name text, p_key text, l 
 RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-    d rl_decision;
+    d @extschema@.rl_decision;
 BEGIN
-    IF op = 'refund' THEN
-        PERFORM rl_check_request(l, rl_no_request(), form, l.rate);
-        IF NOT (amount >= 0 AND amount < 'Infinity'::float8) THEN
-            PERFORM rl_report_invalid_amount(amount);
+    IF op OPERATOR(pg_catalog.=) 'refund'::pg_catalog.text THEN
+        PERFORM @extschema@.rl_check_request(l, @extschema@.rl_no_request(), form, l.rate);
+        IF NOT (amount OPERATOR(pg_catalog.>=) '0'::pg_catalog.float8 AND amount OPERATOR(pg_catalog.<) 'Infinity'::pg_catalog.float8) THEN
+            PERFORM @extschema@.rl_report_invalid_amount(amount);
         END IF;
     ELSE
-        PERFORM rl_check_request(l, r, form, l.rate);
+        PERFORM @extschema@.rl_check_request(l, r, form, l.rate);
     END IF;
-    IF op = 'check' THEN
-        PERFORM rl_require_readable(function_name);
+    IF op OPERATOR(pg_catalog.=) 'check'::pg_catalog.text THEN
+        PERFORM @extschema@.rl_require_readable(function_name);
     ELSE
-        PERFORM rl_require_writable(function_name);
+        PERFORM @extschema@.rl_require_writable(function_name);
     END IF;
-    d := rl_apply(p_name, p_key, l, r, op, amount);
+    d := @extschema@.rl_apply(p_name, p_key, l, r, op, amount, NULL::pg_catalog.float8);
     RETURN ROW(d.allowed, d.remaining, d.retry_after, d.reset_after, l.burst, p_name, quota, per,
-               d.refill_after)::rate_limit_decision;
+               d.refill_after)::@extschema@.rate_limit_decision;
 END
 $$;
 
@@ -366,18 +395,18 @@ CREATE FUNCTION rate_limit_take(
     max_reserved float8  DEFAULT NULL)
 RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF pg_catalog.num_nulls($1, $2, $3, $4, $5, $6) > 0 THEN
-        PERFORM rl_null_argument('rate_limit_take', ARRAY['name', 'key', 'cost', 'rate', 'burst', 'reserve'],
+        PERFORM @extschema@.rl_null_argument('rate_limit_take', ARRAY['name', 'key', 'cost', 'rate', 'burst', 'reserve'],
                                  ARRAY[$1, $2, $3::text, $4::text, $5::text, $6::text],
                                  'Only max_reserved may be NULL, meaning no cap on reserved debt.');
     END IF;
-    PERFORM rl_explicit_name('rate_limit_take', $1, $2);
-    RETURN rl_explicit_call('rate_limit_take', $1, $2, ROW($4, $5, 0, 0, 0, 0)::rl_limit,
-                            ROW($3, $6, $7 IS NOT NULL, coalesce($7, 0), 'Infinity')::rl_request,
-                            'per_second', 'take', 0, $4, '1 second');
+    PERFORM @extschema@.rl_explicit_name('rate_limit_take', $1, $2);
+    RETURN @extschema@.rl_explicit_call('rate_limit_take', $1, $2, ROW($4, $5, 0, 0, 0, 0)::@extschema@.rl_limit,
+                            ROW($3, $6, $7 IS NOT NULL, coalesce($7, 0), 'Infinity')::@extschema@.rl_request,
+                            'per_second', 'take', 0::float8, $4, '1 second'::interval);
 END
 $$;
 COMMENT ON FUNCTION rate_limit_take(text, text, float8, float8, float8, boolean, float8) IS
@@ -393,18 +422,18 @@ CREATE FUNCTION rate_limit_check(
     max_reserved float8  DEFAULT NULL)
 RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF pg_catalog.num_nulls($1, $2, $3, $4, $5, $6) > 0 THEN
-        PERFORM rl_null_argument('rate_limit_check', ARRAY['name', 'key', 'cost', 'rate', 'burst', 'reserve'],
+        PERFORM @extschema@.rl_null_argument('rate_limit_check', ARRAY['name', 'key', 'cost', 'rate', 'burst', 'reserve'],
                                  ARRAY[$1, $2, $3::text, $4::text, $5::text, $6::text],
                                  'Only max_reserved may be NULL, meaning no cap on reserved debt.');
     END IF;
-    PERFORM rl_explicit_name('rate_limit_check', $1, $2);
-    RETURN rl_explicit_call('rate_limit_check', $1, $2, ROW($4, $5, 0, 0, 0, 0)::rl_limit,
-                            ROW($3, $6, $7 IS NOT NULL, coalesce($7, 0), 'Infinity')::rl_request,
-                            'per_second', 'check', 0, $4, '1 second');
+    PERFORM @extschema@.rl_explicit_name('rate_limit_check', $1, $2);
+    RETURN @extschema@.rl_explicit_call('rate_limit_check', $1, $2, ROW($4, $5, 0, 0, 0, 0)::@extschema@.rl_limit,
+                            ROW($3, $6, $7 IS NOT NULL, coalesce($7, 0), 'Infinity')::@extschema@.rl_request,
+                            'per_second', 'check', 0::float8, $4, '1 second'::interval);
 END
 $$;
 COMMENT ON FUNCTION rate_limit_check(text, text, float8, float8, float8, boolean, float8) IS
@@ -423,17 +452,17 @@ CREATE FUNCTION rate_limit_take_explicit(
     max_reserved float8   DEFAULT NULL)
 RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF pg_catalog.num_nulls($1, $2, $3, $4, $5) > 0 THEN
-        PERFORM rl_null_argument('rate_limit_take_explicit', ARRAY['name', 'key', 'cost', 'rate', 'per'],
+        PERFORM @extschema@.rl_null_argument('rate_limit_take_explicit', ARRAY['name', 'key', 'cost', 'rate', 'per'],
                                  ARRAY[$1, $2, $3::text, $4::text, $5::text],
                                  'Only burst (meaning the rate), max_wait (meaning no reservation) and max_reserved (meaning no cap on reserved debt) may be NULL.');
     END IF;
-    PERFORM rl_explicit_name('rate_limit_take_explicit', $1, $2);
-    RETURN rl_explicit_call('rate_limit_take_explicit', $1, $2, rl_per_period_limit($4, $5, $6), rl_within($3, $7, $8),
-                            'per_period', 'take', 0, $4, $5);
+    PERFORM @extschema@.rl_explicit_name('rate_limit_take_explicit', $1, $2);
+    RETURN @extschema@.rl_explicit_call('rate_limit_take_explicit', $1, $2, @extschema@.rl_per_period_limit($4, $5, $6), @extschema@.rl_within($3, $7, $8),
+                            'per_period', 'take', 0::float8, $4, $5);
 END
 $$;
 COMMENT ON FUNCTION rate_limit_take_explicit(text, text, float8, float8, interval, float8, interval, float8) IS
@@ -450,17 +479,17 @@ CREATE FUNCTION rate_limit_check_explicit(
     max_reserved float8   DEFAULT NULL)
 RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF pg_catalog.num_nulls($1, $2, $3, $4, $5) > 0 THEN
-        PERFORM rl_null_argument('rate_limit_check_explicit', ARRAY['name', 'key', 'cost', 'rate', 'per'],
+        PERFORM @extschema@.rl_null_argument('rate_limit_check_explicit', ARRAY['name', 'key', 'cost', 'rate', 'per'],
                                  ARRAY[$1, $2, $3::text, $4::text, $5::text],
                                  'Only burst (meaning the rate), max_wait (meaning no reservation) and max_reserved (meaning no cap on reserved debt) may be NULL.');
     END IF;
-    PERFORM rl_explicit_name('rate_limit_check_explicit', $1, $2);
-    RETURN rl_explicit_call('rate_limit_check_explicit', $1, $2, rl_per_period_limit($4, $5, $6), rl_within($3, $7, $8),
-                            'per_period', 'check', 0, $4, $5);
+    PERFORM @extschema@.rl_explicit_name('rate_limit_check_explicit', $1, $2);
+    RETURN @extschema@.rl_explicit_call('rate_limit_check_explicit', $1, $2, @extschema@.rl_per_period_limit($4, $5, $6), @extschema@.rl_within($3, $7, $8),
+                            'per_period', 'check', 0::float8, $4, $5);
 END
 $$;
 COMMENT ON FUNCTION rate_limit_check_explicit(text, text, float8, float8, interval, float8, interval, float8) IS
@@ -470,17 +499,17 @@ COMMENT ON FUNCTION rate_limit_check_explicit(text, text, float8, float8, interv
 CREATE FUNCTION rate_limit_refund(name text, key text, amount float8, rate float8, burst float8)
 RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF pg_catalog.num_nulls($1, $2, $3, $4, $5) > 0 THEN
-        PERFORM rl_null_argument('rate_limit_refund', ARRAY['name', 'key', 'amount', 'rate', 'burst'],
+        PERFORM @extschema@.rl_null_argument('rate_limit_refund', ARRAY['name', 'key', 'amount', 'rate', 'burst'],
                                  ARRAY[$1, $2, $3::text, $4::text, $5::text],
                                  'Every argument of this function needs a value.');
     END IF;
-    PERFORM rl_explicit_name('rate_limit_refund', $1, $2);
-    RETURN rl_explicit_call('rate_limit_refund', $1, $2, ROW($4, $5, 0, 0, 0, 0)::rl_limit, NULL, 'per_second',
-                            'refund', $3, $4, '1 second');
+    PERFORM @extschema@.rl_explicit_name('rate_limit_refund', $1, $2);
+    RETURN @extschema@.rl_explicit_call('rate_limit_refund', $1, $2, ROW($4, $5, 0, 0, 0, 0)::@extschema@.rl_limit, NULL::@extschema@.rl_request, 'per_second',
+                            'refund', $3, $4, '1 second'::interval);
 END
 $$;
 COMMENT ON FUNCTION rate_limit_refund(text, text, float8, float8, float8) IS
@@ -490,16 +519,16 @@ CREATE FUNCTION rate_limit_refund_explicit(name text, key text, amount float8, r
                                            per interval, burst float8 DEFAULT NULL)
 RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF pg_catalog.num_nulls($1, $2, $3, $4, $5) > 0 THEN
-        PERFORM rl_null_argument('rate_limit_refund_explicit', ARRAY['name', 'key', 'amount', 'rate', 'per'],
+        PERFORM @extschema@.rl_null_argument('rate_limit_refund_explicit', ARRAY['name', 'key', 'amount', 'rate', 'per'],
                                  ARRAY[$1, $2, $3::text, $4::text, $5::text],
                                  'Only burst may be NULL, meaning the rate.');
     END IF;
-    PERFORM rl_explicit_name('rate_limit_refund_explicit', $1, $2);
-    RETURN rl_explicit_call('rate_limit_refund_explicit', $1, $2, rl_per_period_limit($4, $5, $6), NULL, 'per_period',
+    PERFORM @extschema@.rl_explicit_name('rate_limit_refund_explicit', $1, $2);
+    RETURN @extschema@.rl_explicit_call('rate_limit_refund_explicit', $1, $2, @extschema@.rl_per_period_limit($4, $5, $6), NULL::@extschema@.rl_request, 'per_period',
                             'refund', $3, $4, $5);
 END
 $$;
@@ -510,26 +539,26 @@ COMMENT ON FUNCTION rate_limit_refund_explicit(text, text, float8, float8, inter
 -- starts full again; true if it existed.
 CREATE FUNCTION rate_limit_reset(name text, key text) RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = :"rl_schema", pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     deleted int;
     shards int;
 BEGIN
     IF pg_catalog.num_nulls($1, $2) > 0 THEN
-        PERFORM rl_null_argument('rate_limit_reset', ARRAY['name', 'key'], ARRAY[$1, $2],
+        PERFORM @extschema@.rl_null_argument('rate_limit_reset', ARRAY['name', 'key'], ARRAY[$1, $2],
                                  'Every argument of this function needs a value.');
     END IF;
-    PERFORM rl_check_name_and_key($1, $2);
-    PERFORM rl_require_writable('rate_limit_reset');
-    shards := coalesce((rl_find_policy($1)).shards, 1);
+    PERFORM @extschema@.rl_check_name_and_key($1, $2);
+    PERFORM @extschema@.rl_require_writable('rate_limit_reset');
+    shards := coalesce((@extschema@.rl_find_policy($1)).shards, 1);
     IF shards > 1 THEN
-        DELETE FROM rl_buckets AS t
+        DELETE FROM @extschema@.rl_buckets AS t
          WHERE t.name = $1
-           AND (t.key = $2 OR t.key IN (SELECT rl_shard_key($2, s)
+           AND (t.key = $2 OR t.key IN (SELECT @extschema@.rl_shard_key($2, s)
                                           FROM pg_catalog.generate_series(0, shards - 1) AS s));
     ELSE
-        DELETE FROM rl_buckets AS t WHERE t.name = $1 AND t.key = $2;
+        DELETE FROM @extschema@.rl_buckets AS t WHERE t.name = $1 AND t.key = $2;
     END IF;
     GET DIAGNOSTICS deleted = ROW_COUNT;
     RETURN deleted > 0;
@@ -549,6 +578,40 @@ REVOKE ALL ON FUNCTION rate_limit_refund_explicit(text, text, float8, float8, in
 \ir headers.sql
 \ir maintenance.sql
 
+-- Least rights: of the helpers, PUBLIC executes only rl_purge_batch.
+DO $rights$
+DECLARE
+    routine pg_catalog.regprocedure;
+BEGIN
+    FOR routine IN
+        SELECT p.oid FROM pg_catalog.pg_proc AS p
+         WHERE p.pronamespace OPERATOR(pg_catalog.=) (SELECT n.oid FROM pg_catalog.pg_namespace AS n
+                                                       WHERE n.nspname OPERATOR(pg_catalog.=) pg_catalog.current_schema())
+           AND p.proname OPERATOR(pg_catalog.~) '^rl_'::pg_catalog.text
+           AND p.proname OPERATOR(pg_catalog.<>) 'rl_purge_batch'::pg_catalog.name
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON ROUTINE %s FROM PUBLIC', routine);
+    END LOOP;
+END
+$rights$;
+
+-- In every routine, the schema's name in place of @extschema@ (as the -- (psql only)
+-- extension's install puts it), and the routine checked. -- (psql only)
+DO $names$ -- (psql only)
+DECLARE -- (psql only)
+    routine pg_catalog.oid; -- (psql only)
+BEGIN -- (psql only)
+    PERFORM pg_catalog.set_config('check_function_bodies', 'on', true); -- (psql only)
+    FOR routine IN SELECT p.oid FROM pg_catalog.pg_proc AS p -- (psql only)
+                    WHERE p.pronamespace OPERATOR(pg_catalog.=) (SELECT n.oid FROM pg_catalog.pg_namespace AS n -- (psql only)
+                                                                  WHERE n.nspname OPERATOR(pg_catalog.=) pg_catalog.current_schema()) -- (psql only)
+                    ORDER BY p.oid LOOP -- (psql only)
+        EXECUTE pg_catalog.replace(pg_catalog.pg_get_functiondef(routine), '@extschema@', -- (psql only)
+                                   pg_catalog.quote_ident(pg_catalog.current_schema())); -- (psql only)
+    END LOOP; -- (psql only)
+END -- (psql only)
+$names$; -- (psql only)
+
 -- As an extension, a trusted one: its script runs as the bootstrap
 -- superuser, who would own every object, and the SECURITY DEFINER functions
 -- would run as a superuser for whoever installed them.  So the tables, the
@@ -556,7 +619,8 @@ REVOKE ALL ON FUNCTION rate_limit_refund_explicit(text, text, float8, float8, in
 -- installed it (@extowner@): the functions run with that role's rights,
 -- over tables it owns, as they do when that role runs this file with psql.
 -- The routines that run with their caller's rights stay the superuser's,
--- so that the installing role cannot change what they do for others.
+-- so that the installing role cannot change what they do for others; that
+-- role may execute them (its functions call them).
 -- (Every operator is qualified: the schema may be that role's.)
 --extension: DO $owner$
 --extension: DECLARE
@@ -573,6 +637,9 @@ REVOKE ALL ON FUNCTION rate_limit_refund_explicit(text, text, float8, float8, in
 --extension:         IF member.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass::pg_catalog.oid THEN
 --extension:             IF (SELECT p.prosecdef FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) member.objid) THEN
 --extension:                 EXECUTE pg_catalog.format('ALTER ROUTINE %s OWNER TO %s',
+--extension:                                           member.objid::pg_catalog.regprocedure, $ext$@extowner@$ext$);
+--extension:             ELSE
+--extension:                 EXECUTE pg_catalog.format('GRANT EXECUTE ON ROUTINE %s TO %s',
 --extension:                                           member.objid::pg_catalog.regprocedure, $ext$@extowner@$ext$);
 --extension:             END IF;
 --extension:         ELSIF member.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid THEN

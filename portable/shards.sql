@@ -8,13 +8,14 @@
 -- The row key of shard n of key (ShardKey).
 CREATE FUNCTION rl_shard_key(p_key text, n integer) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT p_key || pg_catalog.chr(31) || n::text $$;
+AS $$ SELECT (p_key OPERATOR(pg_catalog.||) pg_catalog.chr(31)) OPERATOR(pg_catalog.||) n::pg_catalog.text $$;
 
 -- One shard's share of a limit split over shards buckets (ShareOfShard).
 CREATE FUNCTION rl_share_of_shard(l rl_limit, shards integer) RETURNS rl_limit
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT ROW(l.rate / shards, l.burst / shards, l.window_us, l.phase_us,
-                 l.floor_rate / shards, l.penalty_us)::rl_limit $$;
+AS $$ SELECT ROW(l.rate OPERATOR(pg_catalog./) shards::pg_catalog.float8, l.burst OPERATOR(pg_catalog./) shards::pg_catalog.float8,
+                 l.window_us, l.phase_us, l.floor_rate OPERATOR(pg_catalog./) shards::pg_catalog.float8,
+                 l.penalty_us)::@extschema@.rl_limit $$;
 
 -- The limit row row_key of name has under policy p as it is defined now,
 -- with the key and shard it stands for (PolicyRowLimit): a key's own row
@@ -24,24 +25,24 @@ CREATE FUNCTION rl_policy_row(p rl_policies, p_name text, row_key text,
                               OUT row_limit rl_limit, OUT key text, OUT shard integer)
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    parts text[];
+    parts pg_catalog.text[];
 BEGIN
     key := row_key;
     shard := NULL;
-    IF p.shards = 1 THEN
-        row_limit := rl_policy_limit(p, p_name, row_key);
+    IF p.shards OPERATOR(pg_catalog.=) 1 THEN
+        row_limit := @extschema@.rl_policy_limit(p, p_name, row_key);
         RETURN;
     END IF;
     -- One or two digits after the last U+001F, no leading zero: what "%d"
     -- writes below 64.
-    parts := pg_catalog.regexp_match(row_key, '^(.*)\x1f([1-9]?[0-9])$');
-    IF parts IS NULL OR parts[2]::integer >= p.shards THEN
+    parts := pg_catalog.regexp_match(row_key, '^(.*)\x1f([1-9]?[0-9])$'::pg_catalog.text);
+    IF parts IS NULL OR parts[2]::integer OPERATOR(pg_catalog.>=) p.shards THEN
         row_limit := NULL;
         RETURN;
     END IF;
     key := parts[1];
     shard := parts[2]::integer;
-    row_limit := rl_share_of_shard(rl_policy_limit(p, p_name, key), p.shards);
+    row_limit := @extschema@.rl_share_of_shard(@extschema@.rl_policy_limit(p, p_name, key), p.shards);
 END
 $$;
 
@@ -51,8 +52,8 @@ $$;
 CREATE FUNCTION rl_peek_shard(p_name text, p_key text, n integer, share rl_limit,
                               initial float8) RETURNS rl_bucket
 LANGUAGE sql VOLATILE
-AS $$ SELECT (rl_apply(p_name, rl_shard_key(p_key, n), share, rl_no_request(), 'check', 0,
-                       initial)).next $$;
+AS $$ SELECT (@extschema@.rl_apply(p_name, @extschema@.rl_shard_key(p_key, n), share, @extschema@.rl_no_request(), 'check'::pg_catalog.text,
+                        '0'::pg_catalog.float8, initial)).next $$;
 -- How a cost is spread over balances tokens (Spread): 'one' from the
 -- richest, 'several' from the richest ones in turn, or 'deny'; take: what
 -- from each; richest: the richest (first of equals), 1-based.
@@ -64,37 +65,37 @@ DECLARE
     ord integer[] := '{}';
     j integer;
     swap integer;
-    left_over float8;
-    piece float8;
+    left_over pg_catalog.float8;
+    piece pg_catalog.float8;
     s integer;
 BEGIN
-    take := pg_catalog.array_fill('0'::float8, ARRAY[n]);
+    take := pg_catalog.array_fill('0'::pg_catalog.float8, ARRAY[n]);
     FOR i IN 1..n LOOP
         ord[i] := i;
         j := i;
-        WHILE j > 1 AND tokens[ord[j]] > tokens[ord[j - 1]] LOOP
-            swap := ord[j]; ord[j] := ord[j - 1]; ord[j - 1] := swap;
-            j := j - 1;
+        WHILE j OPERATOR(pg_catalog.>) 1 AND tokens[ord[j]] OPERATOR(pg_catalog.>) tokens[ord[j OPERATOR(pg_catalog.-) 1]] LOOP
+            swap := ord[j]; ord[j] := ord[j OPERATOR(pg_catalog.-) 1]; ord[j OPERATOR(pg_catalog.-) 1] := swap;
+            j := j OPERATOR(pg_catalog.-) 1;
         END LOOP;
     END LOOP;
     richest := ord[1];
-    IF rl_admits(tokens[ord[1]], share, ROW(cost, false, false, 0, 'Infinity')::rl_request) THEN
+    IF @extschema@.rl_admits(tokens[ord[1]], share, ROW(cost, false, false, 0, 'Infinity')::@extschema@.rl_request) THEN
         take[ord[1]] := cost;
         kind := 'one';
         RETURN;
     END IF;
     left_over := cost;
     FOR i IN 1..n LOOP
-        EXIT WHEN NOT (left_over > 0);
+        EXIT WHEN NOT (left_over OPERATOR(pg_catalog.>) '0'::pg_catalog.float8);
         s := ord[i];
-        piece := CASE WHEN left_over < tokens[s] THEN left_over ELSE tokens[s] END;
-        EXIT WHEN NOT (piece > 0)
-                  OR NOT rl_admits(tokens[s], share, ROW(piece, false, false, 0, 'Infinity')::rl_request);
+        piece := CASE WHEN left_over OPERATOR(pg_catalog.<) tokens[s] THEN left_over ELSE tokens[s] END;
+        EXIT WHEN NOT (piece OPERATOR(pg_catalog.>) '0'::pg_catalog.float8)
+                  OR NOT @extschema@.rl_admits(tokens[s], share, ROW(piece, false, false, 0, 'Infinity')::@extschema@.rl_request);
         take[s] := piece;
-        left_over := left_over - piece;
+        left_over := left_over OPERATOR(pg_catalog.-) piece;
     END LOOP;
-    IF left_over > 0 THEN
-        take := pg_catalog.array_fill('0'::float8, ARRAY[n]);
+    IF left_over OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 THEN
+        take := pg_catalog.array_fill('0'::pg_catalog.float8, ARRAY[n]);
         kind := 'deny';
     ELSE
         kind := 'several';
@@ -109,19 +110,19 @@ CREATE FUNCTION rl_plan_at(states rl_bucket[], share rl_limit, r rl_request, at_
                            OUT kind text, OUT take float8[], OUT richest integer)
 LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
-    tokens float8[] := '{}';
-    cur rl_bucket;
+    tokens pg_catalog.float8[] := '{}';
+    cur @extschema@.rl_bucket;
 BEGIN
     FOR s IN 1..pg_catalog.cardinality(states) LOOP
-        tokens[s] := (rl_refill(states[s], share, at_us)).tokens;
+        tokens[s] := (@extschema@.rl_refill(states[s], share, at_us)).tokens;
     END LOOP;
-    SELECT sp.kind, sp.take, sp.richest INTO kind, take, richest FROM rl_spread(tokens, share, r.cost) AS sp;
-    IF kind <> 'deny' OR NOT r.reserve THEN
+    SELECT sp.kind, sp.take, sp.richest INTO kind, take, richest FROM @extschema@.rl_spread(tokens, share, r.cost) AS sp;
+    IF kind OPERATOR(pg_catalog.<>) 'deny'::pg_catalog.text OR NOT r.reserve THEN
         RETURN;
     END IF;
     -- core::Admitted: the refilled richest admits the request lagging its stamp.
-    cur := rl_refill(states[richest], share, at_us);
-    IF rl_admits(cur.tokens, share, rl_lagging(r, rl_lag_micros(cur, at_us))) THEN
+    cur := @extschema@.rl_refill(states[richest], share, at_us);
+    IF @extschema@.rl_admits(cur.tokens, share, @extschema@.rl_lagging(r, @extschema@.rl_lag_micros(cur, at_us))) THEN
         take[richest] := r.cost;
         kind := 'reserve';
     END IF;
@@ -133,19 +134,21 @@ $$;
 CREATE FUNCTION rl_plan_shards(seen rl_bucket[], share rl_limit, r rl_request, now_us bigint,
                                OUT kind text, OUT take float8[], OUT richest integer,
                                OUT after rl_bucket[], OUT wait float8)
-LANGUAGE plpgsql IMMUTABLE AS $$
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
-    d rl_decision;
+    d @extschema@.rl_decision;
 BEGIN
-    SELECT p.kind, p.take, p.richest INTO kind, take, richest FROM rl_plan_at(seen, share, r, now_us) AS p;
+    SELECT p.kind, p.take, p.richest INTO kind, take, richest FROM @extschema@.rl_plan_at(seen, share, r, now_us) AS p;
     after := '{}';
     wait := 0;
     FOR s IN 1..pg_catalog.cardinality(seen) LOOP
         IF kind = 'reserve' AND s = richest THEN
-            d := rl_decide(seen[s], share, r, now_us);
+            d := @extschema@.rl_decide(seen[s], share, r, now_us);
             wait := d.retry_after;
         ELSE
-            d := rl_decide(seen[s], share, ROW(take[s], false, false, 0, 'Infinity')::rl_request, now_us);
+            d := @extschema@.rl_decide(seen[s], share, ROW(take[s], false, false, 0, 'Infinity')::@extschema@.rl_request, now_us);
         END IF;
         after[s] := d.next;
     END LOOP;
@@ -155,7 +158,9 @@ $$;
 -- Whole microseconds until states hold all they ever will (MicrosToSettle,
 -- the largest over them) or catch up with their stamps.
 CREATE FUNCTION rl_settle_micros(states rl_bucket[], share rl_limit, now_us bigint) RETURNS float8
-LANGUAGE plpgsql IMMUTABLE AS $$
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     settle float8 := 0;
     settled float8;
@@ -163,9 +168,9 @@ DECLARE
     lag float8;
 BEGIN
     FOR s IN 1..pg_catalog.cardinality(states) LOOP
-        settled := (rl_refill(states[s], share, 9223372036854775807)).tokens;
-        micros := CASE WHEN settled > (rl_refill(states[s], share, now_us)).tokens
-                       THEN (rl_decide(states[s], share, ROW(settled, false, false, 0, 'Infinity')::rl_request,
+        settled := (@extschema@.rl_refill(states[s], share, 9223372036854775807)).tokens;
+        micros := CASE WHEN settled > (@extschema@.rl_refill(states[s], share, now_us)).tokens
+                       THEN (@extschema@.rl_decide(states[s], share, ROW(settled, false, false, 0, 'Infinity')::@extschema@.rl_request,
                                        now_us)).retry_after * '1000000'::float8
                        ELSE 0 END;
         lag := states[s].stamp_us::float8 - now_us::float8;
@@ -182,15 +187,15 @@ CREATE FUNCTION rl_shards_hold(what text, states rl_bucket[], share rl_limit, r 
                                target float8, at_us bigint) RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
-    held float8 := 0;
+    held pg_catalog.float8 := 0;
 BEGIN
-    IF what = 'grants' THEN
-        RETURN (SELECT p.kind <> 'deny' FROM rl_plan_at(states, share, r, at_us) AS p);
+    IF what OPERATOR(pg_catalog.=) 'grants'::pg_catalog.text THEN
+        RETURN (SELECT p.kind OPERATOR(pg_catalog.<>) 'deny'::pg_catalog.text FROM @extschema@.rl_plan_at(states, share, r, at_us) AS p);
     END IF;
     FOR s IN 1..pg_catalog.cardinality(states) LOOP
-        held := held + (rl_refill(states[s], share, at_us)).tokens;
+        held := held OPERATOR(pg_catalog.+) (@extschema@.rl_refill(states[s], share, at_us)).tokens;
     END LOOP;
-    RETURN held >= target;
+    RETURN held OPERATOR(pg_catalog.>=) target;
 END
 $$;
 
@@ -198,7 +203,9 @@ $$;
 -- -1 if it never does, -2 if only beyond the last int64 microsecond.
 CREATE FUNCTION rl_first_micros(what text, states rl_bucket[], share rl_limit, r rl_request,
                                 target float8, now_us bigint) RETURNS bigint
-LANGUAGE plpgsql IMMUTABLE AS $$
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     room bigint := 9223372036854775807 - greatest(now_us, 0);
     settle float8;
@@ -207,19 +214,19 @@ DECLARE
     hi bigint;
     mid bigint;
 BEGIN
-    IF rl_shards_hold(what, states, share, r, target, now_us) THEN
+    IF @extschema@.rl_shards_hold(what, states, share, r, target, now_us) THEN
         RETURN 0;
     END IF;
-    settle := rl_settle_micros(states, share, now_us);
+    settle := @extschema@.rl_settle_micros(states, share, now_us);
     beyond := NOT (settle < room::float8);
     hi := CASE WHEN beyond THEN room ELSE settle::bigint END;
     IF hi < 1 THEN hi := 1; END IF;
-    IF NOT rl_shards_hold(what, states, share, r, target, now_us + hi) THEN
+    IF NOT @extschema@.rl_shards_hold(what, states, share, r, target, now_us + hi) THEN
         RETURN CASE WHEN beyond THEN -2 ELSE -1 END;
     END IF;
     WHILE hi - lo > 1 LOOP
         mid := lo + (hi - lo) / 2;
-        IF rl_shards_hold(what, states, share, r, target, now_us + mid) THEN
+        IF @extschema@.rl_shards_hold(what, states, share, r, target, now_us + mid) THEN
             hi := mid;
         ELSE
             lo := mid;
@@ -233,10 +240,12 @@ $$;
 -- once it is done (ShardOutcome).
 CREATE FUNCTION rl_shard_outcome(allowed boolean, states rl_bucket[], share rl_limit,
                                  r rl_request, now_us bigint) RETURNS rl_decision
-LANGUAGE plpgsql IMMUTABLE AS $$
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
-    result rl_decision;
-    look rl_decision;
+    result @extschema@.rl_decision;
+    look @extschema@.rl_decision;
     n integer := pg_catalog.cardinality(states);
     full_burst float8 := 0;
     target float8;
@@ -248,7 +257,7 @@ BEGIN
     result.retry_after := 0;
     result.refill_after := 0;
     FOR s IN 1..n LOOP
-        look := rl_decide(states[s], share, rl_no_request(), now_us);
+        look := @extschema@.rl_decide(states[s], share, @extschema@.rl_no_request(), now_us);
         result.remaining := result.remaining + look.remaining;
         IF look.reset_after > result.reset_after THEN
             result.reset_after := look.reset_after;
@@ -256,16 +265,16 @@ BEGIN
         full_burst := full_burst + share.burst;
     END LOOP;
     IF NOT allowed THEN
-        wait := rl_first_micros('grants', states, share, r, 0, now_us);
+        wait := @extschema@.rl_first_micros('grants', states, share, r, 0::float8, now_us);
         result.retry_after := CASE
             WHEN wait >= 0 THEN wait::float8 / '1000000'::float8
             WHEN wait = -2 AND share.rate > 0 AND (r.cost <= n * share.burst OR r.reserve)
                 THEN '1.7976931348623157e308'::float8 / '1000000'::float8
             ELSE 'Infinity'::float8 END;
     END IF;
-    target := rl_next_whole_token(result.remaining, full_burst);
+    target := @extschema@.rl_next_whole_token(result.remaining, full_burst);
     IF result.remaining < target THEN
-        wait := rl_first_micros('holds', states, share, r, target, now_us);
+        wait := @extschema@.rl_first_micros('holds', states, share, r, target, now_us);
         result.refill_after := CASE WHEN wait >= 0 THEN wait::float8 / '1000000'::float8
                                     WHEN wait = -2 THEN '1.7976931348623157e308'::float8 / '1000000'::float8
                                     ELSE 'Infinity'::float8 END;
@@ -281,28 +290,30 @@ $$;
 -- from its richest shards, all or nothing.
 CREATE FUNCTION rl_sharded_call(p_name text, p_key text, p rl_policies, l rl_limit,
                                 r rl_request, op text, amount float8) RETURNS rl_decision
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     shards integer := p.shards;
-    share rl_limit := rl_share_of_shard(l, p.shards);
+    share @extschema@.rl_limit := @extschema@.rl_share_of_shard(l, p.shards);
     initial float8 := p.initial / p.shards;
-    shard_request rl_request;
+    shard_request @extschema@.rl_request;
     cost float8;
     numbers integer[];
-    pair rl_bucket[];
+    pair @extschema@.rl_bucket[];
     plan record;
-    d rl_decision;
-    answer rl_decision;
-    every_shard rl_bucket[];
+    d @extschema@.rl_decision;
+    answer @extschema@.rl_decision;
+    every_shard @extschema@.rl_bucket[];
     canonical integer[];
     allowed boolean := false;
     wait float8 := 0;
     left_over float8;
-    result rl_decision;
+    result @extschema@.rl_decision;
     t_keys text[];
     t_names text[];
-    t_limits rl_limit[];
-    t_requests rl_request[];
+    t_limits @extschema@.rl_limit[];
+    t_requests @extschema@.rl_request[];
     t_initials float8[];
     t_numbers integer[];
     taken record;
@@ -320,10 +331,10 @@ BEGIN
         left_over := amount;
         FOREACH n IN ARRAY canonical LOOP
             IF left_over > 0 THEN
-                d := rl_apply(p_name, rl_shard_key(p_key, n), share, NULL, 'refund', left_over, initial);
+                d := @extschema@.rl_apply(p_name, @extschema@.rl_shard_key(p_key, n), share, NULL::@extschema@.rl_request, 'refund', left_over, initial);
                 left_over := left_over - d.refunded;
             ELSE
-                d := rl_apply(p_name, rl_shard_key(p_key, n), share, rl_no_request(), 'check', 0,
+                d := @extschema@.rl_apply(p_name, @extschema@.rl_shard_key(p_key, n), share, @extschema@.rl_no_request(), 'check', 0::float8,
                               initial);
             END IF;
             result.remaining := result.remaining + d.remaining;
@@ -338,17 +349,17 @@ BEGIN
     shard_request := r;
     shard_request.max_reserved := r.max_reserved / shards;
     IF cost > 2 * share.burst
-       AND NOT (r.reserve AND cost <= share.burst + rl_debt_cap(share, shard_request)) THEN
-        PERFORM rl_report_sharded_cost(cost, 2 * share.burst, shards, r.reserve);
+       AND NOT (r.reserve AND cost <= share.burst + @extschema@.rl_debt_cap(share, shard_request)) THEN
+        PERFORM @extschema@.rl_report_sharded_cost(cost, 2 * share.burst, shards, r.reserve);
     END IF;
 
     -- Two shards at random, as they stand.
     numbers[1] := pg_catalog.floor(pg_catalog.random() * shards)::integer;
     numbers[2] := (numbers[1] + 1 + pg_catalog.floor(pg_catalog.random() * (shards - 1))::integer) % shards;
     FOR i IN 1..2 LOOP
-        pair[i] := rl_peek_shard(p_name, p_key, numbers[i], share, initial);
+        pair[i] := @extschema@.rl_peek_shard(p_name, p_key, numbers[i], share, initial);
     END LOOP;
-    SELECT * INTO plan FROM rl_plan_shards(pair, share, ROW(cost, false, false, 0, 'Infinity')::rl_request, rl_now());
+    SELECT * INTO plan FROM @extschema@.rl_plan_shards(pair, share, ROW(cost, false, false, 0, 'Infinity')::@extschema@.rl_request, @extschema@.rl_now());
     IF plan.kind = 'one' THEN
         IF op = 'check' THEN
             allowed := true;
@@ -359,8 +370,8 @@ BEGIN
             -- locked in canonical order, or two sharded takes could
             -- deadlock over two shards.
             BEGIN
-                d := rl_apply(p_name, rl_shard_key(p_key, numbers[plan.richest]), share,
-                              ROW(cost, false, false, 0, 'Infinity')::rl_request, 'take', 0, initial);
+                d := @extschema@.rl_apply(p_name, @extschema@.rl_shard_key(p_key, numbers[plan.richest]), share,
+                              ROW(cost, false, false, 0, 'Infinity')::@extschema@.rl_request, 'take', 0::float8, initial);
                 IF NOT d.allowed AND NOT d.write THEN
                     RAISE SQLSTATE 'RLNW0';
                 END IF;
@@ -374,23 +385,23 @@ BEGIN
 
     IF allowed THEN
         -- The two tell enough unless they hold less than the call.
-        answer := rl_shard_outcome(true, pair, share, ROW(cost, false, false, 0, 'Infinity')::rl_request, rl_now());
+        answer := @extschema@.rl_shard_outcome(true, pair, share, ROW(cost, false, false, 0, 'Infinity')::@extschema@.rl_request, @extschema@.rl_now());
         IF answer.remaining >= cost AND answer.remaining >= 1 THEN
             RETURN answer;
         END IF;
         FOR s IN 0..shards - 1 LOOP
             every_shard[s + 1] := CASE WHEN s = numbers[1] THEN pair[1]
                                        WHEN s = numbers[2] THEN pair[2]
-                                       ELSE rl_peek_shard(p_name, p_key, s, share, initial) END;
+                                       ELSE @extschema@.rl_peek_shard(p_name, p_key, s, share, initial) END;
         END LOOP;
     ELSE
         -- The whole key decides (DecideOverEveryShard), planning again when
         -- others took what it counted on before it could lock the rows.
         FOR attempt IN 1..4 LOOP
             FOR s IN 0..shards - 1 LOOP
-                every_shard[s + 1] := rl_peek_shard(p_name, p_key, s, share, initial);
+                every_shard[s + 1] := @extschema@.rl_peek_shard(p_name, p_key, s, share, initial);
             END LOOP;
-            SELECT * INTO plan FROM rl_plan_shards(every_shard, share, shard_request, rl_now());
+            SELECT * INTO plan FROM @extschema@.rl_plan_shards(every_shard, share, shard_request, @extschema@.rl_now());
             EXIT WHEN plan.kind = 'deny';
             IF op = 'check' THEN
                 every_shard := plan.after;
@@ -404,14 +415,14 @@ BEGIN
             FOREACH n IN ARRAY canonical LOOP
                 CONTINUE WHEN NOT (plan.take[n + 1] > 0);
                 t_names := t_names || p_name;
-                t_keys := t_keys || rl_shard_key(p_key, n);
+                t_keys := t_keys || @extschema@.rl_shard_key(p_key, n);
                 t_limits := t_limits || share;
                 t_requests := t_requests || CASE WHEN plan.kind = 'reserve' THEN shard_request
-                                                 ELSE ROW(plan.take[n + 1], false, false, 0, 'Infinity')::rl_request END;
+                                                 ELSE ROW(plan.take[n + 1], false, false, 0, 'Infinity')::@extschema@.rl_request END;
                 t_initials := t_initials || initial;
                 t_numbers := t_numbers || n;
             END LOOP;
-            SELECT * INTO taken FROM rl_take_buckets(t_names, t_keys, t_limits, t_requests, t_initials);
+            SELECT * INTO taken FROM @extschema@.rl_take_buckets(t_names, t_keys, t_limits, t_requests, t_initials);
             FOR t IN 1..pg_catalog.cardinality(t_numbers) LOOP
                 every_shard[t_numbers[t] + 1] := (taken.b_decision[t]).next;
                 IF taken.all_allowed AND plan.kind = 'reserve' THEN
@@ -429,10 +440,10 @@ BEGIN
     -- canonical order.
     IF NOT allowed AND op = 'take' AND initial < share.burst THEN
         FOREACH n IN ARRAY canonical LOOP
-            PERFORM rl_apply(p_name, rl_shard_key(p_key, n), share, rl_no_request(), 'record', 0, initial);
+            PERFORM @extschema@.rl_apply(p_name, @extschema@.rl_shard_key(p_key, n), share, @extschema@.rl_no_request(), 'record', 0::float8, initial);
         END LOOP;
     END IF;
-    result := rl_shard_outcome(allowed, every_shard, share, shard_request, rl_now());
+    result := @extschema@.rl_shard_outcome(allowed, every_shard, share, shard_request, @extschema@.rl_now());
     IF allowed THEN
         result.retry_after := wait;
     END IF;

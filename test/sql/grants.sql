@@ -72,8 +72,9 @@ SELECT name, key, tokens FROM ratelimit.buckets WHERE name LIKE 'grants%' ORDER 
 
 -- The policy-writing functions run as the extension's owner, with a fixed
 -- search_path; so does every other SECURITY DEFINER function: pg_catalog
--- and pg_temp in the native extension, its own schema and pg_temp in the
--- portable one (ratelimit_portable), whose internal names are unqualified.
+-- and pg_temp, in the native extension and in the portable one
+-- (ratelimit_portable), which both name their own objects with their
+-- schema.
 SELECT p.proname, p.prosecdef
   FROM pg_proc AS p JOIN pg_depend AS d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
   JOIN pg_extension AS e ON e.oid = d.refobjid AND e.extname IN ('ratelimit', 'ratelimit_portable')
@@ -82,10 +83,7 @@ SELECT p.oid::regprocedure AS definer_without_search_path
   FROM pg_proc AS p JOIN pg_depend AS d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
   JOIN pg_extension AS e ON e.oid = d.refobjid AND e.extname IN ('ratelimit', 'ratelimit_portable')
  WHERE p.prosecdef
-   AND NOT coalesce(p.proconfig @> ARRAY[CASE WHEN e.extname = 'ratelimit'
-                                              THEN 'search_path=pg_catalog, pg_temp'
-                                              ELSE 'search_path=' || quote_ident(p.pronamespace::regnamespace::text) || ', pg_temp' END],
-                    false);
+   AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false);
 
 -- Policies are not secret: a role with only the default grants gets a
 -- policy's header values (its burst and window), though it cannot read

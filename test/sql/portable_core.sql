@@ -7,9 +7,10 @@
 \set SHOW_CONTEXT never
 CREATE SCHEMA portable_core;
 SET search_path = portable_core, public;
--- (The script itself is not echoed.)
+-- (core.sql with the rest of the limiter, whose install names every
+-- routine's schema in it; the script itself is not echoed.)
 \set ECHO none
-\i portable/core.sql
+\i portable/ratelimit.sql
 \set ECHO all
 RESET search_path;
 
