@@ -471,6 +471,7 @@ DECLARE
     restarted boolean := cur.stamp_us OPERATOR(pg_catalog.<) stored.stamp_us;
     now_r @extschema@.rl_request := @extschema@.rl_lagging(r, @extschema@.rl_lag_micros(cur, now_us));
     boxed boolean := r.cost OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 AND now_us OPERATOR(pg_catalog.<) stored.blocked_until_us;
+    admits boolean := @extschema@.rl_admits(cur.tokens, l, now_r);
     d @extschema@.rl_decision;
     nb @extschema@.rl_bucket;
     after_call @extschema@.rl_bucket;
@@ -478,7 +479,7 @@ DECLARE
     target pg_catalog.float8;
     box pg_catalog.float8;
 BEGIN
-    d.allowed := NOT boxed AND @extschema@.rl_admits(cur.tokens, l, now_r);
+    d.allowed := NOT boxed AND admits;
     IF d.allowed THEN
         d.remaining := cur.tokens OPERATOR(pg_catalog.-) r.cost;
         d.write := r.cost OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 OR restarted;
@@ -499,12 +500,17 @@ BEGIN
         d.retry_after := @extschema@.rl_seconds_to_level(after_call, l, now_us, cur.stamp_us, d.remaining,
                                               '0'::pg_catalog.float8);
     ELSE
-        cap := CASE WHEN @extschema@.rl_refills(l) THEN @extschema@.rl_debt_cap(l, now_r) ELSE '0'::pg_catalog.float8 END;
-        target := CASE WHEN cap OPERATOR(pg_catalog.<) 'Infinity'::pg_catalog.float8 THEN r.cost OPERATOR(pg_catalog.-) cap ELSE r.cost END;
-        d.retry_after := @extschema@.rl_wait_micros(after_call, l, now_us,
-                                         @extschema@.rl_estimate_micros(l, cur.stamp_us, now_us, d.remaining, target),
-                                         NULL::pg_catalog.float8, r)
-                         OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8;
+        -- Denied by the box alone: the box's end is the wait.
+        IF admits THEN
+            d.retry_after := '0'::pg_catalog.float8;
+        ELSE
+            cap := CASE WHEN @extschema@.rl_refills(l) THEN @extschema@.rl_debt_cap(l, now_r) ELSE '0'::pg_catalog.float8 END;
+            target := CASE WHEN cap OPERATOR(pg_catalog.<) 'Infinity'::pg_catalog.float8 THEN r.cost OPERATOR(pg_catalog.-) cap ELSE r.cost END;
+            d.retry_after := @extschema@.rl_wait_micros(after_call, l, now_us,
+                                             @extschema@.rl_estimate_micros(l, cur.stamp_us, now_us, d.remaining, target),
+                                             NULL::pg_catalog.float8, r)
+                             OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8;
+        END IF;
         IF nb.blocked_until_us OPERATOR(pg_catalog.>) now_us THEN
             box := (nb.blocked_until_us::pg_catalog.float8 OPERATOR(pg_catalog.-) now_us::pg_catalog.float8)
                    OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8;

@@ -447,8 +447,9 @@ Decide(const Bucket &stored, const Limit &limit, const Request &request,
 	const Request now_request = Lagging(request, LagMicros(current, now_us));
 	/* A penalty box denies every take until it ends; a look still answers. */
 	const bool boxed = request.cost > 0.0 && now_us < stored.blocked_until_us;
+	const bool admits = Admits(current.tokens, limit, now_request);
 	Decision d{};
-	d.allowed = !boxed && Admits(current.tokens, limit, now_request);
+	d.allowed = !boxed && admits;
 	if (d.allowed) {
 		double after = current.tokens - request.cost;
 		d.remaining = after;
@@ -470,17 +471,24 @@ Decide(const Bucket &stored, const Limit &limit, const Request &request,
 		d.retry_after =
 		    SecondsToLevel(after_call, limit, now_us, current.stamp_us, d.remaining, 0.0);
 	} else {
-		/* Admitted once the balance reaches cost less the debt allowed then. */
-		const double cap = Refills(limit) ? DebtCap(limit, now_request) : 0.0;
-		const double target = cap < kInfinity ? request.cost - cap : request.cost;
-		d.retry_after =
-		    WaitMicros(after_call, limit, now_us,
-		               EstimateMicros(limit, current.stamp_us, now_us, d.remaining, target),
-		               [&limit, &request](const Bucket &b, std::int64_t at) {
-			               return Admits(b.tokens, limit, Lagging(request, LagMicros(b, at)));
-		               }) /
-		    kMicros;
-		d.retry_after = NoEarlierThanBoxEnd(d.retry_after, d.next, now_us);
+		/* Denied by the box alone, the bucket could serve the call now: the
+		 * box's end is the wait.  Otherwise the bucket admits once the
+		 * balance reaches cost less the debt allowed then.  Either way
+		 * admission only grows with time, so the later of the bucket's wait
+		 * and the box's end is exact. */
+		double wait = 0.0;
+		if (!admits) {
+			const double cap = Refills(limit) ? DebtCap(limit, now_request) : 0.0;
+			const double target = cap < kInfinity ? request.cost - cap : request.cost;
+			wait =
+			    WaitMicros(after_call, limit, now_us,
+			               EstimateMicros(limit, current.stamp_us, now_us, d.remaining, target),
+			               [&limit, &request](const Bucket &b, std::int64_t at) {
+				               return Admits(b.tokens, limit, Lagging(request, LagMicros(b, at)));
+			               }) /
+			    kMicros;
+		}
+		d.retry_after = NoEarlierThanBoxEnd(wait, d.next, now_us);
 	}
 	d.reset_after =
 	    SecondsToLevel(after_call, limit, now_us, current.stamp_us, d.remaining, limit.burst);

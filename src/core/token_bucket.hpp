@@ -153,7 +153,8 @@ double NextWholeToken(double tokens, double burst) noexcept;
  * stored state as it is (write == false), unless its stamp restarted at the
  * clock (see Refill), or the limit has a penalty box and the denial of a take
  * (cost > 0) starts one: then `next` must be stored.  Inside a box every
- * take (cost > 0) is denied, with retry_after no earlier than its end.
+ * take (cost > 0) is denied, with retry_after the later of its end and when
+ * the bucket could serve the call: its end when the bucket could now.
  * Requires Validate() == kOk. */
 Decision Decide(const Bucket &stored, const Limit &limit, const Request &request,
                 std::int64_t now_us) noexcept;

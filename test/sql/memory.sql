@@ -184,6 +184,22 @@ SELECT i, k, m.remaining AS memory, t.remaining AS table
        rate_limit_check('mem-many-' || i, 'k' || k, 0) AS m,
        rate_limit_check('table-many-' || i, 'k' || k, 0) AS t
  ORDER BY i, k;
+-- A penalty box on a fixed window (100 an hour, a minute's box): a take
+-- the window can serve waits for the box's end, 59 s, not the hour; take,
+-- check, a reservation and take_all agree, as with the table.
+SET ratelimit.fixed_clock = 2000001610;
+SELECT (rate_limit_define('mem-window-box', 100, '1 hour', fixed_window => true, window_start => '0 seconds',
+                          max_reserved => 10, penalty => '1 minute', storage => 'memory')).storage;
+SELECT allowed, remaining FROM rate_limit_take('mem-window-box', 'w', 95);
+SELECT allowed, remaining, retry_after FROM rate_limit_take('mem-window-box', 'w', 6);
+SET ratelimit.fixed_clock = 2000001611;
+SELECT allowed, remaining, retry_after FROM rate_limit_take('mem-window-box', 'w', 1);
+SELECT allowed, remaining, retry_after FROM rate_limit_check('mem-window-box', 'w', 1);
+SELECT allowed, remaining, retry_after FROM rate_limit_take('mem-window-box', 'w', 8, '2 hours');
+SELECT allowed, retry_after FROM rate_limit_take_all(ARRAY['mem-window-box'], ARRAY['w'], ARRAY[1]);
+SELECT allowed, remaining, retry_after FROM rate_limit_take('mem-window-box', 'w', 6);
+SET ratelimit.fixed_clock = 2000001670;
+SELECT allowed, remaining FROM rate_limit_take('mem-window-box', 'w', 1);
 SET ratelimit.fixed_clock = 2000000103;
 
 -- All or nothing over memory policies; a mix of engines is refused.
@@ -298,6 +314,7 @@ CALL pg_temp.differential('window-spread', '4, ''3 seconds'', 5, fixed_window =>
 CALL pg_temp.differential('floor', '20, ''1 minute'', 5, floor_rate => 60', 16);
 CALL pg_temp.differential('jitter', '2, ''1 second'', 3, jitter => 0.5', 17);
 CALL pg_temp.differential('penalty', '4, ''1 second'', 4, penalty => ''2 seconds''', 18);
+CALL pg_temp.differential('window-penalty', '6, ''2 seconds'', 6, fixed_window => true, penalty => ''3 seconds''', 19);
 RESET ratelimit.fixed_clock;
 -- Per set of options: the steps, the single takes and checks granted and
 -- denied, and the answers that differ.

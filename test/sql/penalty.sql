@@ -60,6 +60,36 @@ WHERE key = 'a' AND name IN ('pb', 'pb-other') ORDER BY name;
 SET ratelimit.fixed_clock = 1041;
 SELECT allowed, retry_after FROM rate_limit_take_all(ARRAY['pb'], ARRAY['a'], NULL);
 
+-- A box on a fixed window: 100 an hour in hourly windows, a minute's box.
+-- Once the box starts, a take the window can serve waits for the box's
+-- end (59 s here, not the hour), and one it cannot serve for the window
+-- that brings the tokens; take, check, a reservation and take_all agree.
+SET ratelimit.fixed_clock = 7210;
+SELECT (rate_limit_define('pb-window', 100, '1 hour', fixed_window => true, window_start => '0 seconds',
+                          max_reserved => 10, penalty => '1 minute')).name;
+SELECT (rate_limit_define('pb-window-jitter', 100, '1 hour', fixed_window => true,
+                          window_start => '0 seconds', jitter => 0.5, penalty => '1 minute')).name;
+SELECT allowed, remaining FROM rate_limit_take('pb-window', 'w', 95);
+SELECT allowed, remaining, retry_after FROM rate_limit_take('pb-window', 'w', 6);
+SET ratelimit.fixed_clock = 7211;
+SELECT allowed, remaining, retry_after FROM rate_limit_take('pb-window', 'w', 1);
+SELECT allowed, remaining, retry_after FROM rate_limit_check('pb-window', 'w', 1);
+SELECT allowed, remaining, retry_after FROM rate_limit_take('pb-window', 'w', 8, '2 hours');
+SELECT h.retry_after FROM rate_limit_take('pb-window', 'w', 1) AS d, rate_limit_headers(d) AS h;
+SELECT allowed, retry_after, (decisions[1]).retry_after AS decided
+FROM rate_limit_take_all(ARRAY['pb-window'], ARRAY['w'], ARRAY[1]);
+SELECT allowed, remaining, retry_after FROM rate_limit_take('pb-window', 'w', 6);
+-- Jitter stretches the box's end, as any wait: by less than half of 59 s here.
+SELECT allowed FROM rate_limit_take('pb-window-jitter', 'w', 95);
+SELECT allowed FROM rate_limit_take('pb-window-jitter', 'w', 6);
+SELECT allowed, retry_after >= 59 AND retry_after < 59 * 1.5 AS stretched_box
+FROM rate_limit_take('pb-window-jitter', 'w', 1);
+-- At the box's end the window serves the take; a second earlier it did not.
+SET ratelimit.fixed_clock = 7269;
+SELECT allowed FROM rate_limit_check('pb-window', 'w', 1);
+SET ratelimit.fixed_clock = 7270;
+SELECT allowed, remaining FROM rate_limit_take('pb-window', 'w', 1);
+
 -- The admission bound: takes of 1 token every quarter second for 30 s (4
 -- asked per second, 2 refilled) never grant more than burst + rate * t,
 -- and nothing while a box holds the key.
@@ -93,5 +123,5 @@ SELECT pg_temp.error_of($$SELECT rate_limit_define('pb-bad', 1, '1 second', shar
 SELECT name, penalty FROM rate_limit_policies WHERE name LIKE 'pb%' ORDER BY name;
 
 DELETE FROM ratelimit.buckets WHERE name LIKE 'pb%';
-SELECT rate_limit_drop(n) FROM unnest(ARRAY['pb', 'pb-other']) AS n;
+SELECT rate_limit_drop(n) FROM unnest(ARRAY['pb', 'pb-other', 'pb-window', 'pb-window-jitter']) AS n;
 RESET ratelimit.fixed_clock;

@@ -15,7 +15,8 @@ SET search_path = portable_core, public;
 RESET search_path;
 
 -- Policies of every kind: continuous, with a floor rate, fixed windows
--- (their phase set by window_start), reservation, a penalty box.
+-- (their phase set by window_start), reservation, a penalty box (also on
+-- fixed windows).
 SELECT count(*) AS policies FROM (VALUES
     ('pc-plain',   5::float8, '1 second'::interval, 10::float8, 0::float8, false, NULL::interval, 0::float8, NULL::interval),
     ('pc-slow',    3, '1 hour', 7, 0, false, NULL, 0, NULL),
@@ -23,7 +24,8 @@ SELECT count(*) AS policies FROM (VALUES
     ('pc-window',  10, '1 minute', 15, 0, true, '7 seconds', 0, NULL),
     ('pc-reserve', 2, '1 second', 4, 6, false, NULL, 0, NULL),
     ('pc-wreserve',4, '10 seconds', 4, 8, true, '0 seconds', 0, NULL),
-    ('pc-penalty', 1, '1 second', 3, 0, false, NULL, 0, '5 seconds'))
+    ('pc-penalty', 1, '1 second', 3, 0, false, NULL, 0, '5 seconds'),
+    ('pc-wpenalty',10, '1 minute', 15, 5, true, '3 seconds', 0, '5 seconds'))
     AS p(name, rate, per, burst, max_reserved, fixed_window, window_start, floor_rate, penalty),
     LATERAL rate_limit_define(p.name, p.rate, p.per, p.burst, fixed_window => p.fixed_window,
                               window_start => p.window_start, floor_rate => p.floor_rate,
@@ -44,7 +46,7 @@ SELECT i, p.name,
        CASE WHEN random() < 0.5 THEN 0 ELSE floor(random() * 120) END AS max_wait_s
 FROM generate_series(1, 3000) AS i,
      LATERAL (SELECT name, burst FROM ratelimit.policies WHERE name LIKE 'pc-%'
-              ORDER BY name OFFSET (i % 7) LIMIT 1) AS p;
+              ORDER BY name OFFSET (i % 8) LIMIT 1) AS p;
 -- And cases at the edge of what a reservation may owe: a cost that leaves
 -- exactly, just under and just over the debt refill repays within max_wait
 -- (less the 16 µs kept in hand), on a bucket refilled to now.
