@@ -35,9 +35,11 @@ GRANT EXECUTE ON FUNCTION rate_limit_drop(text) TO ratelimit_grant_drop;
 GRANT EXECUTE ON FUNCTION rate_limit_reset(text, text) TO ratelimit_grant_reset;
 GRANT EXECUTE ON FUNCTION rate_limit_refund(text, text, float8) TO ratelimit_grant_refund;
 GRANT EXECUTE ON FUNCTION rate_limit_refund(text, text, float8, float8, float8) TO ratelimit_grant_refund_explicit;
--- as the README words it for the role that manages limits
-GRANT EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, float8,
-  float8, float8, boolean, interval, float8, integer, float8, interval, text), rate_limit_drop(text) TO ratelimit_grant_manage;
+-- as the README words it for the role that manages limits: by name alone,
+-- which PostgreSQL accepts for a name with one signature only
+SELECT proname, count(*) AS signatures FROM pg_proc
+ WHERE proname IN ('rate_limit_define', 'rate_limit_drop') GROUP BY proname ORDER BY proname;
+GRANT EXECUTE ON FUNCTION rate_limit_define, rate_limit_drop TO ratelimit_grant_manage;
 
 -- Each role tries every administrative call.
 CREATE TEMP TABLE calls (call text, statement text);
