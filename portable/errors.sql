@@ -505,6 +505,22 @@ BEGIN
 END
 $$;
 
+-- No policy called name in the caller's snapshot, which is older than
+-- the latest definition or removal of a policy (rl_find_policy): the
+-- portable limiter's own error.
+CREATE FUNCTION rl_report_policies_changed(name text)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION 'could not serialize access due to a concurrent change of policies'
+        USING ERRCODE = 'serialization_failure',
+              DETAIL = pg_catalog.format('A transaction that committed after this transaction''s snapshot was taken defined, redefined or dropped a policy, so the snapshot cannot tell whether policy "%s" exists, and the limiter uses only the latest policies.', name),
+              HINT = 'Retry the transaction.';
+END
+$$;
+
 -- ReportInvalidAmount
 CREATE FUNCTION rl_report_invalid_amount(amount float8)
 RETURNS void

@@ -93,7 +93,12 @@ BEGIN
     -- holds is skipped.  So is a row whose policy the snapshot sees in a
     -- version that a committed transaction has replaced or deleted since
     -- (see rl_find_policy): full by that definition, it may not be by the
-    -- latest one.
+    -- latest one.  And when any policy was defined, redefined or dropped
+    -- since the snapshot was taken (rl_policies_changed, read once, in the
+    -- same snapshot), so is every row whose name has no policy in it: a
+    -- policy defined since may govern the name, and a row full by the
+    -- limit it was written with may not be by that policy.  Left, a row is
+    -- judged again by the next purge: leaving one changes no answer.
     WITH judged AS (
         SELECT t.ctid AS row_id
           FROM @extschema@.rl_buckets AS t LEFT JOIN @extschema@.rl_policies AS p ON p.name = t.name
@@ -101,6 +106,7 @@ BEGIN
            AND (after_name IS NULL OR (t.name, t.key) > (after_name, after_key))
            AND (t.name, t.key) <= (last_name, last_key)
            AND (p.name IS NULL OR p.xmax = '0'::xid OR p.xmax = p.xmin OR NOT @extschema@.rl_committed(p.xmax))
+           AND (p.name IS NOT NULL OR NOT (SELECT @extschema@.rl_policies_changed()))
            AND @extschema@.rl_forgettable(p, t.name, t.key, ROW(t.tokens, t.stamp_us, t.blocked_until_us)::@extschema@.rl_bucket,
                               t.full_at_us, now_us)
            FOR UPDATE OF t SKIP LOCKED)

@@ -76,6 +76,24 @@ REVOKE ALL ON TABLE rl_policies FROM PUBLIC;
 COMMENT ON TABLE rl_policies IS
     'named rate limit policies of the portable limiter, written by rate_limit_define()';
 
+-- One row, updated by every rate_limit_define and rate_limit_drop in their
+-- own transaction before they write rl_policies (so that they queue on it,
+-- and never wait for each other's policies in turn): the version of it
+-- that a snapshot sees has been replaced by a committed transaction (its
+-- xmax) exactly when a policy was defined, redefined or dropped since the
+-- snapshot was taken (rl_policies_changed).  Nothing else writes or locks
+-- it.  Not dumped with the extension: its install writes the row.
+CREATE TABLE rl_policy_changes (
+    one     boolean NOT NULL DEFAULT true,
+    changes bigint NOT NULL DEFAULT '0'::bigint,
+    CONSTRAINT rl_policy_changes_pkey PRIMARY KEY (one),
+    CONSTRAINT rl_policy_changes_one_check CHECK (one)
+);
+INSERT INTO rl_policy_changes (one, changes) VALUES (true, '0'::bigint);
+REVOKE ALL ON TABLE rl_policy_changes FROM PUBLIC;
+COMMENT ON TABLE rl_policy_changes IS
+    'one row, rewritten by every rate_limit_define() and rate_limit_drop(): changes counts them';
+
 -- The checks of the native rate_limit_define, in its order and words.
 CREATE FUNCTION rate_limit_define(
     name    text,
@@ -257,6 +275,7 @@ BEGIN
                   HINT = pg_catalog.format('Pass a %s and period that come to about 5e-324 to 1.8e308 tokens per second, or a %s of 0.',
                                            dividend, dividend);
     END;
+    PERFORM @extschema@.rl_policies_change();
     INSERT INTO @extschema@.rl_policies AS p
         (name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate, shards,
          max_reserved, penalty, storage)
@@ -300,6 +319,7 @@ BEGIN
                   DETAIL = 'rate_limit_drop() requires a value for name.',
                   HINT = 'Pass the name of the policy to remove.';
     END IF;
+    PERFORM @extschema@.rl_policies_change();
     DELETE FROM @extschema@.rl_policies AS p WHERE p.name = $1;
     RETURN FOUND;
 END
@@ -321,6 +341,23 @@ AS $$ SELECT pg_catalog.pg_xact_status(
         FROM (SELECT pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::pg_catalog.text::bigint
                      AS next) AS s $$;
 
+-- Counts a definition or removal of a policy (see rl_policy_changes): a
+-- plain UPDATE, which leaves no lock of its own on the row it writes.
+CREATE FUNCTION rl_policies_change() RETURNS void
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ UPDATE @extschema@.rl_policy_changes AS c
+         SET changes = c.changes OPERATOR(pg_catalog.+) '1'::bigint $$;
+
+-- Whether a transaction that committed after the snapshot was taken has
+-- defined, redefined or dropped a policy: the snapshot's version of
+-- rl_policy_changes has been replaced since.  One single-row read.
+CREATE FUNCTION rl_policies_changed() RETURNS boolean
+LANGUAGE sql VOLATILE
+AS $$ SELECT EXISTS (SELECT FROM @extschema@.rl_policy_changes AS c
+                      WHERE CASE WHEN c.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid THEN false
+                                 ELSE @extschema@.rl_committed(c.xmax) END) $$;
+
 -- The policy called name as last committed, or NULL, as the native
 -- limiter reads it whatever the caller's snapshot.  Plain SQL reads the
 -- version the snapshot sees: one that a transaction which has committed
@@ -331,7 +368,13 @@ AS $$ SELECT pg_catalog.pg_xact_status(
 -- CONFLICT DO UPDATE leaves its own transaction's lock on the version it
 -- writes (xmax = xmin, which a replaced version visible to another
 -- snapshot never has); nothing else locks rl_policies' rows, and at READ
--- COMMITTED a version seen twice is taken as merely locked.
+-- COMMITTED a version seen twice is taken as merely locked.  No row: a
+-- policy defined since a REPEATABLE READ or SERIALIZABLE snapshot was
+-- taken would not be in it either, so there the call fails with 40001 if
+-- any policy was defined, redefined or dropped since (one more read, off
+-- the way of a take by a policy's name).  At READ COMMITTED the snapshot
+-- was taken as the statement that found no row began: then no policy of
+-- that name had been committed.
 CREATE FUNCTION rl_find_policy(p_name text) RETURNS rl_policies
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -342,6 +385,11 @@ BEGIN
         SELECT p AS policy, p.xmin AS creator, p.xmax AS version, p.ctid AS at INTO got
           FROM @extschema@.rl_policies AS p WHERE p.name OPERATOR(pg_catalog.=) p_name;
         IF NOT FOUND THEN
+            IF pg_catalog.current_setting('transaction_isolation'::pg_catalog.text)
+               OPERATOR(pg_catalog.<>) 'read committed'::pg_catalog.text
+               AND @extschema@.rl_policies_changed() THEN
+                PERFORM @extschema@.rl_report_policies_changed(p_name);
+            END IF;
             RETURN NULL;
         END IF;
         IF got.version OPERATOR(pg_catalog.=) '0'::pg_catalog.xid OR got.version OPERATOR(pg_catalog.=) got.creator OR got.at OPERATOR(pg_catalog.=) seen
