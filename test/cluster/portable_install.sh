@@ -84,6 +84,10 @@ f|0" \
         "SET search_path = limits; SELECT * FROM rl_buckets" -d "$db" -U app
     rl_expect_sqlstate "$db: nor write them" 42501 \
         "SET search_path = limits; UPDATE rl_buckets SET tokens = 100" -d "$db" -U app
+    rl_expect_sqlstate "$db: nor read the policies" 42501 \
+        "SET search_path = limits; SELECT * FROM rl_policies" -d "$db" -U app
+    rl_expect_sqlstate "$db: nor rewrite the row of policy changes" 42501 \
+        "SET search_path = limits; UPDATE rl_policy_changes SET changes = 0" -d "$db" -U app
     rl_expect_sqlstate "$db: nor reset a bucket" 42501 \
         "SET search_path = limits; SELECT rate_limit_reset('api', 'user:1')" -d "$db" -U app
     rl_expect_sqlstate "$db: nor define a policy" 42501 \
