@@ -51,7 +51,10 @@
  *   end every call counts on no more than either limit leaves.  A policy
  *   row written with another limit marks its buckets kept until a call
  *   under another limit, or a purge, judges them again; an abort of the
- *   (sub)transaction that wrote it takes back the marks it added.
+ *   (sub)transaction that wrote it takes back the marks it added.  The
+ *   abort of a call that judged a slot by another limit (maybe one written
+ *   by its own transaction, which never commits) leaves the slot kept,
+ *   unless a call has judged it since.
  * - A new key takes a free slot of its set, else evicts a bucket that is
  *   full, not kept and no transaction holds (forgetting it changes no
  *   answer); when
@@ -177,6 +180,7 @@ struct UndoRecord {
 	bool provisional : 1; /* a first sighting, that others must not earn from yet */
 	bool boxed : 1;       /* a penalty box started (until next.blocked_until_us): lifted
 	                         if the abort finds it unchanged */
+	bool relimits : 1;    /* the call judged the slot by another limit than before */
 	union {
 		double amount;          /* takes, refunds */
 		int64 prior_blocked_us; /* boxed: the box before */
@@ -562,6 +566,14 @@ FinishRecord(const UndoRecord &record, bool commit)
 				slot.version++;
 			}
 		} else {
+			/* Its call judged the slot by its limit, which may be one that
+			 * never commits (a definition its own transaction wrote): unless
+			 * a call has judged it since, the slot is kept until one does,
+			 * or a purge. */
+			if (record.relimits && slot.limit_epoch == record.limit_epoch) {
+				slot.kept = true;
+				slot.kept_by = 0;
+			}
 			if (record.boxed && slot.bucket.blocked_until_us == record.next.blocked_until_us) {
 				slot.bucket.blocked_until_us = record.prior_blocked_us;
 				slot.version++;
@@ -1169,6 +1181,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	}
 	Assert(!boxed || (!take && !refund)); /* `amount` is then the box before */
 	record.exact = pending == 0.0;
+	record.relimits = changed;
 	record.next = decision.next;
 	record.at = now;
 	record.created = created || is_new;

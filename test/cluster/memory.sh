@@ -20,7 +20,7 @@
 #   and a new key that finds only buckets that are not full is refused
 #   with 53400, changing nothing; a redefined policy's buckets keep their
 #   places until judged again, across a clean restart too, and a
-#   redefinition rolled back keeps none;
+#   redefinition rolled back keeps none but those a call judged under it;
 # - on a hot standby the engine works on the standby's own buckets;
 # - without preloading: before 17 a clear 55000 naming the setting, from
 #   rate_limit_define and from every call, from 17 the engine works all the
@@ -350,6 +350,25 @@ fill_with_never 2000004020
 rl_expect_value "after redefinitions rolled back, keys that never fill take every place" 32 \
     "SELECT count(*) FROM rate_limit_buckets('never')"
 q -c "CALL rate_limit_reset_limit('never')" -c "CALL rate_limit_reset_limit('slowed')" >/dev/null
+# A call under a redefinition that its transaction then rolls back (whole,
+# or to a savepoint) judged its bucket by a limit that never committed:
+# the bucket keeps its place until a call under the committed one judges
+# it.  (Burst 100 and no refill, 10 tokens left: full under a burst of 5.)
+q -c "SELECT rate_limit_define('shrunk', 0, '1 second', 100, storage => 'memory')" \
+  -c "SELECT rate_limit_take('shrunk', k, 90) FROM unnest(ARRAY['rolled', 'restored']) AS k" \
+  -c "BEGIN" -c "SELECT rate_limit_define('shrunk', 0, '1 second', 5, storage => 'memory')" \
+  -c "SELECT rate_limit_take('shrunk', 'rolled', 1)" -c "ROLLBACK" \
+  -c "BEGIN" -c "SAVEPOINT s" -c "SELECT rate_limit_define('shrunk', 0, '1 second', 5, storage => 'memory')" \
+  -c "SELECT rate_limit_take('shrunk', 'restored', 1)" -c "ROLLBACK TO SAVEPOINT s" -c "COMMIT" \
+  >/dev/null
+fill_with_never 2000005000
+rl_expect_value "buckets judged under a redefinition rolled back keep their places" 30 \
+    "SELECT count(*) FROM rate_limit_buckets('never')"
+q -c "CALL rate_limit_reset_limit('never')" >/dev/null
+rl_expect_value "and hold what the committed definition left, as the table would" "false false" \
+    "SELECT string_agg(allowed::text, ' ' ORDER BY k)
+     FROM unnest(ARRAY['restored', 'rolled']) AS k, rate_limit_take('shrunk', k, 11)"
+q -c "CALL rate_limit_reset_limit('shrunk')" >/dev/null
 # Kept across a clean restart: a bucket full under the old definition
 # (1 token a second, since 2001) but not under the new one (1 every ten
 # years) is saved, keeps its place, and a purge judges it under the new one.
