@@ -320,6 +320,19 @@ ReportMemoryPrepare()
 }
 
 void
+ReportMemoryPolicyPrepare()
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+	         errmsg("cannot prepare a transaction that defined a memory policy"),
+	         errdetail("Until a transaction that defines a memory policy ends, the memory engine "
+	                   "keeps the buckets stored under the definition it replaces, and a prepared "
+	                   "transaction ends in another session, unknown to this one."),
+	         errhint("Define memory policies outside the prepared transaction.")));
+	pg_unreachable();
+}
+
+void
 ReportMixedStorage(const char *memory_name, const char *table_name)
 {
 	ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

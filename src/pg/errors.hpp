@@ -61,11 +61,13 @@ enum class CallForm {
 
 /* The memory engine: 55000 without shared memory (before PostgreSQL 17,
  * without shared_preload_libraries); 53400 when a new key's set has no
- * room; 0A000 for PREPARE TRANSACTION after a memory take, and for
- * rate_limit_take_all over policies of both engines. */
+ * room; 0A000 for PREPARE TRANSACTION after a memory take or after writing
+ * a memory policy with another limit, and for rate_limit_take_all over
+ * policies of both engines. */
 [[noreturn]] void ReportMemoryUnavailable();
 [[noreturn]] void ReportMemoryFull(int capacity);
 [[noreturn]] void ReportMemoryPrepare();
+[[noreturn]] void ReportMemoryPolicyPrepare();
 [[noreturn]] void ReportMixedStorage(const char *memory_name, const char *table_name);
 /* 22023 / 54000: bad arrays for rate_limit_take_all. */
 [[noreturn]] void ReportBadLimitList(const char *why);

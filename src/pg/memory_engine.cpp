@@ -55,6 +55,19 @@
  *   abort of a call that judged a slot by another limit (maybe one written
  *   by its own transaction, which never commits) leaves the slot kept,
  *   unless a call has judged it since.
+ * - Each such write enters the redefinitions (64 entries under a spinlock
+ *   of their own, which a set's spinlock may be held around, never the
+ *   other way round) before it marks, and leaves them when its transaction
+ *   ends: at an abort, before its marks are taken back; at a commit, once
+ *   its invalidation is sent.  A call that stores a bucket new, or judges
+ *   it by another limit, while a write of its policy is entered marks it
+ *   with the oldest such write's mark, which ends last (or for good while
+ *   writes overflow the entries): it read the definition replaced, or the
+ *   one written, which may never commit.  A call that finds none looks its
+ *   policy up again once the set's spinlock is released, its undo record
+ *   holding the slot: if the policy gives another limit now, the call read
+ *   it before a commit whose write has left since, and the slot is kept for
+ *   good.  A transaction that wrote a memory policy cannot be prepared.
  * - A new key takes a free slot of its set, else evicts a bucket that is
  *   full, not kept and no transaction holds (forgetting it changes no
  *   answer); when
@@ -87,6 +100,7 @@ extern "C" {
 #include "pg/bucket_keys.hpp"
 #include "pg/clock.hpp"
 #include "pg/errors.hpp"
+#include "pg/policies.hpp"
 
 namespace ratelimit::pg {
 
@@ -138,12 +152,31 @@ struct Set {
 	Slot slots[kWays];
 };
 
+/* Policies that open transactions have written with another limit, each
+ * write (KeptMark) an entry until its transaction ends. */
+constexpr int kRedefinitions = 64;
+
+struct Redefinition {
+	Oid database; /* InvalidOid: a free entry */
+	int owner;    /* the writer's process */
+	uint64 mark;  /* its KeptMark */
+	int name_bytes;
+	char name[kMaxNameBytes];
+};
+
 struct MemoryTable {
 	int sets;
 	int capacity;
 	uint64 seed;            /* of the set a key hashes to: unknown outside the server */
 	pg_atomic_uint64 marks; /* KeptMark ids handed out */
-	Size texts;             /* offset of the text array */
+	/* Entries in use in `redefinitions`, plus `overflow`: while 0, no
+	 * bucket stored needs a look at them. */
+	pg_atomic_uint32 redefining;
+	slock_t redefinitions_mutex; /* over the entries and `overflow` */
+	int overflow;                /* writes that found no free entry: while any is open, every bucket
+	                                stored new or judged by another limit is kept */
+	Redefinition redefinitions[kRedefinitions];
+	Size texts; /* offset of the text array */
 	Set set[FLEXIBLE_ARRAY_MEMBER];
 };
 
@@ -255,11 +288,17 @@ struct KeptMark {
 	KeptMark *older;
 	SubTransactionId subxact;
 	uint64 id;
+	bool entered; /* an entry of the redefinitions (else counted in their overflow) */
 	int name_bytes;
 	char name[FLEXIBLE_ARRAY_MEMBER];
 };
 
 KeptMark *kept_marks = NULL; /* newest first, in TopTransactionContext */
+
+/* Entries this backend holds in the redefinitions, and writes of its
+ * counted in their overflow: left when its transaction ends. */
+int entered_redefinitions = 0;
+int overflowed_redefinitions = 0;
 
 int
 SetsFor(int capacity)
@@ -297,6 +336,11 @@ InitTable(void *memory)
 	if (!pg_strong_random(&table->seed, sizeof(table->seed)))
 		table->seed = static_cast<uint64>(GetCurrentTimestamp()) ^ static_cast<uint64>(MyProcPid);
 	pg_atomic_init_u64(&table->marks, 0);
+	pg_atomic_init_u32(&table->redefining, 0);
+	SpinLockInit(&table->redefinitions_mutex);
+	table->overflow = 0;
+	for (Redefinition &entry : table->redefinitions)
+		entry.database = InvalidOid;
 	for (int s = 0; s < table->sets; s++) {
 		SpinLockInit(&table->set[s].mutex);
 		for (int w = 0; w < kWays; w++) {
@@ -638,6 +682,99 @@ EndUndo(bool commit, SubTransactionId subxact)
 template <typename Visit>
 void ForEachSlotOf(MemoryTable *table, const char *name, int name_bytes, Visit visit);
 
+void LeaveRedefinitionsAtExit(int code, Datum arg);
+
+/* Enters write `mark` of policy `name` in the redefinitions, before it
+ * marks the buckets that exist; false if no entry was free (it counts in
+ * the overflow then). */
+bool
+EnterRedefinition(MemoryTable *table, const char *name, int name_bytes, uint64 mark)
+{
+	bool entered = false;
+	SpinLockAcquire(&table->redefinitions_mutex);
+	for (Redefinition &entry : table->redefinitions) {
+		if (entry.database != InvalidOid)
+			continue;
+		entry.database = MyDatabaseId;
+		entry.owner = MyProcPid;
+		entry.mark = mark;
+		entry.name_bytes = name_bytes;
+		memcpy(entry.name, name, name_bytes);
+		entered = true;
+		break;
+	}
+	if (!entered)
+		table->overflow++;
+	pg_atomic_fetch_add_u32(&table->redefining, 1);
+	SpinLockRelease(&table->redefinitions_mutex);
+	if (entered)
+		entered_redefinitions++;
+	else
+		overflowed_redefinitions++;
+	return entered;
+}
+
+/* Leaves the redefinitions: write `mark` alone (its subtransaction
+ * aborts), or, with NULL, every write of this backend (its transaction
+ * ends). */
+void
+LeaveRedefinitions(const KeptMark *mark)
+{
+	MemoryTable *table = memory_table;
+	if (table == NULL || entered_redefinitions + overflowed_redefinitions == 0)
+		return;
+	uint32 left = 0;
+	SpinLockAcquire(&table->redefinitions_mutex);
+	if (mark == NULL || mark->entered) {
+		for (Redefinition &entry : table->redefinitions)
+			if (entry.database != InvalidOid && entry.owner == MyProcPid &&
+			    (mark == NULL || entry.mark == mark->id)) {
+				entry.database = InvalidOid;
+				left++;
+			}
+	}
+	const int overflowed = mark == NULL ? overflowed_redefinitions : !mark->entered;
+	table->overflow -= overflowed;
+	left += overflowed;
+	pg_atomic_fetch_sub_u32(&table->redefining, left);
+	SpinLockRelease(&table->redefinitions_mutex);
+	entered_redefinitions -= static_cast<int>(left) - overflowed;
+	overflowed_redefinitions -= overflowed;
+}
+
+void
+LeaveRedefinitionsAtExit(int, Datum)
+{
+	LeaveRedefinitions(NULL);
+}
+
+/* Whether an open transaction is writing policy `name` of this database
+ * with another limit: a bucket of it stored new, or judged by another
+ * limit, is then kept with *mark, the mark of the oldest such write, which
+ * ends last (0, for good, while writes overflow the entries).  Under a
+ * set's spinlock. */
+bool
+BeingRedefined(MemoryTable *table, const char *name, int name_bytes, uint64 *mark)
+{
+	if (pg_atomic_read_u32(&table->redefining) == 0)
+		return false;
+	bool found = false;
+	*mark = 0;
+	SpinLockAcquire(&table->redefinitions_mutex);
+	if (table->overflow > 0) {
+		found = true;
+	} else {
+		for (const Redefinition &entry : table->redefinitions)
+			if (entry.database == MyDatabaseId && entry.name_bytes == name_bytes &&
+			    memcmp(entry.name, name, name_bytes) == 0 && (!found || entry.mark < *mark)) {
+				found = true;
+				*mark = entry.mark;
+			}
+	}
+	SpinLockRelease(&table->redefinitions_mutex);
+	return found;
+}
+
 /* Ends the marks of subtransaction `subxact` and of those inside it: an
  * abort takes them back, a commit leaves them. */
 void
@@ -645,6 +782,7 @@ EndKeptMarks(bool commit, SubTransactionId subxact)
 {
 	while (kept_marks != NULL && kept_marks->subxact >= subxact) {
 		if (!commit) {
+			LeaveRedefinitions(kept_marks);
 			const uint64 id = kept_marks->id;
 			ForEachSlotOf(memory_table, kept_marks->name, kept_marks->name_bytes, [id](Slot &slot) {
 				if (slot.kept && slot.kept_by == id) {
@@ -669,19 +807,36 @@ MemoryXactCallback(XactEvent event, void *)
 	case XACT_EVENT_ABORT:
 	case XACT_EVENT_PARALLEL_ABORT:
 		EndUndo(false, InvalidSubTransactionId);
+		LeaveRedefinitions(NULL);
 		EndKeptMarks(false, InvalidSubTransactionId);
 		break;
 	case XACT_EVENT_PREPARE:
-		/* What the prepared transaction wrote stays marked. */
+		/* Refused before, if the transaction wrote a memory policy. */
 		EndKeptMarks(true, InvalidSubTransactionId);
 		break;
 	case XACT_EVENT_PRE_PREPARE:
 		if (undo.count > 0)
 			ReportMemoryPrepare();
+		/* Its writes are followed until it ends, which another session
+		 * would do unknown to this one. */
+		if (kept_marks != NULL)
+			ReportMemoryPolicyPrepare();
 		break;
 	default:
 		break;
 	}
+}
+
+/* A commit's writes leave the redefinitions once it has sent its
+ * invalidations, which come after the commit callbacks: every call that
+ * reads the policy later sees the new definition, and one that read it
+ * before and stores a bucket after sees it once it looks again
+ * (KeepIfReplaced). */
+void
+MemoryResourceRelease(ResourceReleasePhase phase, bool, bool is_top_level, void *)
+{
+	if (phase == RESOURCE_RELEASE_AFTER_LOCKS && is_top_level)
+		LeaveRedefinitions(NULL);
 }
 
 void
@@ -1019,6 +1174,37 @@ LoadSavedBuckets(MemoryTable *table)
 	(void)durable_unlink(kSaveFile, LOG);
 }
 
+/* After a call stored bucket (name, key) new at way `way` of set `set`,
+ * or judged it by another limit, under `limit` (new keys starting with
+ * `start_tokens`), with no write of its policy open: if the policy now
+ * gives the key another limit, the call read it before a redefinition
+ * committed whose writer has left the redefinitions since, and the bucket
+ * is kept as that writer would have kept it.  The call's undo record holds
+ * the slot meanwhile, so nothing evicts it before. */
+void
+KeepIfReplaced(MemoryTable *table, text *name, text *key, const core::Limit &limit,
+               double start_tokens, int set, int way, uint32 generation, uint32 limit_epoch)
+{
+	/* The writer left after sending its invalidation: this looks after
+	 * both. */
+	pg_memory_barrier();
+	Policy policy;
+	if (!FindPolicy(name, &policy) || !policy.in_memory)
+		return;
+	const core::Limit now = PolicyLimit(policy, name, key);
+	if (SameLimit(now, limit) && (policy.has_initial ? policy.initial : now.burst) == start_tokens)
+		return;
+	Set *s = &table->set[set];
+	SpinLockAcquire(&s->mutex);
+	Slot &slot = s->slots[way];
+	if (slot.used && slot.generation == generation && slot.limit_epoch == limit_epoch &&
+	    !slot.kept) {
+		slot.kept = true;
+		slot.kept_by = 0;
+	}
+	SpinLockRelease(&s->mutex);
+}
+
 } /* namespace */
 
 void
@@ -1026,6 +1212,7 @@ DefineMemorySettings()
 {
 	RegisterXactCallback(MemoryXactCallback, NULL);
 	RegisterSubXactCallback(MemorySubXactCallback, NULL);
+	RegisterResourceReleaseCallback(MemoryResourceRelease, NULL);
 	/* The size of shared memory set aside at server start: only then. */
 	if (!process_shared_preload_libraries_in_progress)
 		return;
@@ -1152,6 +1339,19 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	slot->remembers = starts_below_full;
 	slot->start_tokens = start_tokens;
 	slot->limit = limit;
+	/* Stored new, or judged by another limit, while a write of its policy
+	 * is open: the call read the definition that write replaces (or the
+	 * write's own, which may never commit), so the bucket is kept as the
+	 * write keeps those it found. */
+	const bool judged = created || is_new || changed;
+	uint64 mark;
+	const bool marked = judged && BeingRedefined(table, id.name, id.name_bytes, &mark);
+	if (marked && !slot->kept) {
+		slot->kept = true;
+		slot->kept_by = mark;
+	}
+	const uint32 generation = slot->generation;
+	const uint32 limit_epoch = slot->limit_epoch;
 	UndoRecord &record = PushUndo(table, id.set, way, limit, start_tokens);
 	/* A first sighting, a key reset before, or a penalty box is stored
 	 * now (a box only ever on a denial, so with nothing pending of its
@@ -1196,6 +1396,8 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	}
 	record.version_after = slot->version;
 	SpinLockRelease(&set->mutex);
+	if (judged && !marked)
+		KeepIfReplaced(table, name, key, limit, start_tokens, id.set, way, generation, limit_epoch);
 	return decision;
 }
 
@@ -1313,12 +1515,20 @@ KeepMemoryBuckets(const char *name, int name_bytes)
 	KeptMark *mark = kept_marks;
 	if (mark == NULL || mark->subxact != subxact || mark->name_bytes != name_bytes ||
 	    memcmp(mark->name, name, name_bytes) != 0) {
+		static bool leaves_at_exit = false;
+		if (!leaves_at_exit) {
+			before_shmem_exit(LeaveRedefinitionsAtExit, (Datum)0);
+			leaves_at_exit = true;
+		}
 		mark = static_cast<KeptMark *>(
 		    MemoryContextAlloc(TopTransactionContext, offsetof(KeptMark, name) + name_bytes));
 		mark->subxact = subxact;
 		mark->id = pg_atomic_add_fetch_u64(&table->marks, 1);
 		mark->name_bytes = name_bytes;
 		memcpy(mark->name, name, name_bytes);
+		/* Entered before the buckets that exist are marked: one stored
+		 * after a set is marked finds the entry. */
+		mark->entered = EnterRedefinition(table, name, name_bytes, mark->id);
 		mark->older = kept_marks;
 		kept_marks = mark;
 	}

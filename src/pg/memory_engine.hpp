@@ -49,8 +49,10 @@ int64 ResetMemoryLimit(text *name);
 
 /* Limit `name` of this database was defined or redefined: its buckets
  * stay (are neither evicted nor left unsaved) until a call under the new
- * definition judges them.  If the caller's (sub)transaction aborts, the
- * buckets it marked so are as they were. */
+ * definition judges them, and so do those that calls store, or judge by
+ * another limit, until the caller's transaction has ended.  If the
+ * caller's (sub)transaction aborts, the buckets it marked so are as they
+ * were. */
 void KeepMemoryBuckets(const char *name, int name_bytes);
 
 /* Visits the memory buckets of `name` of this database, in key order,

@@ -21,6 +21,11 @@
 #   with 53400, changing nothing; a redefined policy's buckets keep their
 #   places until judged again, across a clean restart too, and a
 #   redefinition rolled back keeps none but those a call judged under it;
+#   so do buckets stored, or judged again, under the old definition while
+#   the new one is not committed, also while one transaction writes more
+#   policies than the engine follows by name; a committed one keeps none
+#   stored after it; PREPARE TRANSACTION after defining a memory policy is
+#   refused;
 # - on a hot standby the engine works on the standby's own buckets;
 # - without preloading: before 17 a clear 55000 naming the setting, from
 #   rate_limit_define and from every call, from 17 the engine works all the
@@ -118,13 +123,20 @@ q -d escrow -c "CREATE EXTENSION ratelimit" \
   -c "SELECT rate_limit_define('escrow', 1, '1 second', 10, storage => 'memory')" \
   -c "SELECT rate_limit_define('escrow-fixed', 0, '1 second', 10, storage => 'memory')" \
   -c "SELECT rate_limit_take('escrow-fixed', 'k', 10)" >/dev/null
-held() {  # SQL...: runs them in an open transaction until the file $RL_CLUSTER_DIR/release appears
+# held SQL...: runs them in an open transaction (in database $HELD_DB,
+# escrow unless set), returning once they have all run, until the file
+# $RL_CLUSTER_DIR/release appears; then ends it with $HELD_END (ROLLBACK
+# unless set).
+held() {
+    local db=${HELD_DB:-escrow}
     rm -f "$RL_CLUSTER_DIR/release"
     ( { printf 'SET ratelimit.fixed_clock = 2000000000;\nBEGIN;\n'; printf '%s;\n' "$@"
+        printf "SELECT 'all run' AS held_statements;\n"
         while [ ! -e "$RL_CLUSTER_DIR/release" ]; do sleep 0.05; done
-        printf '%s;\n' "${HELD_END:-ROLLBACK}"; } | q -d escrow >/dev/null ) &
-    for _ in $(seq 1 100); do
-        [ "$(q -d escrow -c "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' AND datname = 'escrow'")" = 1 ] && break
+        printf '%s;\n' "${HELD_END:-ROLLBACK}"; } | q -d "$db" >/dev/null ) &
+    for _ in $(seq 1 200); do
+        [ "$(q -d "$db" -c "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'
+                             AND datname = '$db' AND query LIKE '%AS held_statements%'")" = 1 ] && break
         sleep 0.05
     done
 }
@@ -369,6 +381,79 @@ rl_expect_value "and hold what the committed definition left, as the table would
     "SELECT string_agg(allowed::text, ' ' ORDER BY k)
      FROM unnest(ARRAY['restored', 'rolled']) AS k, rate_limit_take('shrunk', k, 11)"
 q -c "CALL rate_limit_reset_limit('shrunk')" >/dev/null
+# Buckets stored while a redefinition is written but not yet committed,
+# under the definition still committed, keep their places too: one stored
+# new ('late'), and one that the writer judged under its new definition
+# and another caller then judged again under the old one ('judged').
+# (1 token a second, then 1 an hour: full 40 seconds later under the
+# first, not under the second.)
+q -c "SET ratelimit.fixed_clock = 2000006000" \
+  -c "SELECT rate_limit_define('slowed', 1, '1 second', 10, storage => 'memory')" \
+  -c "SELECT rate_limit_take('slowed', 'judged', 5)" >/dev/null
+HELD_DB=postgres HELD_END=COMMIT held \
+    "SELECT rate_limit_define('slowed', 1, '1 hour', 10, storage => 'memory')" \
+    "SET ratelimit.fixed_clock = 2000006000" "SELECT rate_limit_take('slowed', 'judged', 1)"
+rl_expect_value "calls under the definition still committed" "true true" \
+    "SET ratelimit.fixed_clock = 2000006001;
+     SELECT string_agg(allowed::text, ' ' ORDER BY k) FROM (VALUES ('judged', 1), ('late', 10)) AS c(k, cost),
+            rate_limit_take('slowed', k, cost)"
+touch "$RL_CLUSTER_DIR/release"; wait
+fill_with_never 2000006040
+rl_expect_value "buckets stored while the redefinition was not committed keep their places" 30 \
+    "SELECT count(*) FROM rate_limit_buckets('never')"
+q -c "CALL rate_limit_reset_limit('never')" >/dev/null
+rl_expect_value "and deny as the table would" "false false" \
+    "SET ratelimit.fixed_clock = 2000006040;
+     SELECT string_agg(allowed::text, ' ' ORDER BY k) FROM unnest(ARRAY['judged', 'late']) AS k,
+            rate_limit_take('slowed', k, 5)"
+q -c "CALL rate_limit_reset_limit('slowed')" >/dev/null
+# If that redefinition rolls back, so do those marks: a bucket full under
+# the definition that stays gives its place up.
+q -c "SELECT rate_limit_define('slowed', 1, '1 second', 10, storage => 'memory')" >/dev/null
+HELD_DB=postgres held "SELECT rate_limit_define('slowed', 1, '1 hour', 10, storage => 'memory')"
+q -c "SET ratelimit.fixed_clock = 2000007000" -c "SELECT rate_limit_take('slowed', 'late', 10)" >/dev/null
+touch "$RL_CLUSTER_DIR/release"; wait
+fill_with_never 2000007040
+rl_expect_value "after the redefinition rolls back, keys that never fill take every place" 32 \
+    "SELECT count(*) FROM rate_limit_buckets('never')"
+q -c "CALL rate_limit_reset_limit('never')" -c "CALL rate_limit_reset_limit('slowed')" >/dev/null
+# Once committed, a redefinition keeps no bucket stored afterwards: one
+# that the writer's own session stores under the new definition gives its
+# place up when full.
+q -c "SET ratelimit.fixed_clock = 2000007100" \
+  -c "BEGIN" -c "SELECT rate_limit_define('slowed', 1, '1 hour', 10, storage => 'memory')" -c "COMMIT" \
+  -c "BEGIN" -c "SELECT rate_limit_define('slowed', 1, '1 second', 10, storage => 'memory')" -c "COMMIT" \
+  -c "SELECT rate_limit_take('slowed', 'after', 10)" >/dev/null
+fill_with_never 2000007140
+rl_expect_value "after the redefinition commits, keys that never fill take every place" 32 \
+    "SELECT count(*) FROM rate_limit_buckets('never')"
+q -c "CALL rate_limit_reset_limit('never')" -c "CALL rate_limit_reset_limit('slowed')" >/dev/null
+# While one transaction writes more policies than the engine follows by
+# name (64), every bucket stored meanwhile keeps its place.
+HELD_DB=postgres HELD_END=COMMIT held \
+    "SELECT count(rate_limit_define('spare' || i, 1, '1 second', 10, storage => 'memory'))
+     FROM generate_series(1, 64) AS i" \
+    "SELECT rate_limit_define('slowed', 1, '1 hour', 10, storage => 'memory')"
+q -c "SET ratelimit.fixed_clock = 2000008000" -c "SELECT rate_limit_take('slowed', 'late', 10)" >/dev/null
+touch "$RL_CLUSTER_DIR/release"; wait
+fill_with_never 2000008040
+rl_expect_value "a bucket stored while 65 policies were being written keeps its place" 31 \
+    "SELECT count(*) FROM rate_limit_buckets('never')"
+q -c "CALL rate_limit_reset_limit('never')" >/dev/null
+rl_expect_value "and denies as the table would" f \
+    "SET ratelimit.fixed_clock = 2000008040; SELECT allowed FROM rate_limit_take('slowed', 'late', 5)"
+q -c "CALL rate_limit_reset_limit('slowed')" -c "DELETE FROM ratelimit.policies WHERE name LIKE 'spare%'" >/dev/null
+# A transaction that wrote a memory policy is not prepared: the engine
+# follows it until it ends, in this session, and a prepared transaction
+# ends in another.
+rl_expect_sqlstate "PREPARE TRANSACTION after defining a memory policy" 0A000 \
+    "BEGIN" -c "SELECT rate_limit_define('prepared', 1, '1 hour', 10, storage => 'memory')" \
+    -c "PREPARE TRANSACTION 'rl_memory_define'"
+rl_expect_value "is refused, and the definition rolled back" "0 0" \
+    "SELECT (SELECT count(*) FROM pg_prepared_xacts) || ' ' ||
+            (SELECT count(*) FROM ratelimit.policies WHERE name = 'prepared')"
+[ "$(q -c "SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'rl_memory_define'")" = 0 ] ||
+    q -c "ROLLBACK PREPARED 'rl_memory_define'"
 # Kept across a clean restart: a bucket full under the old definition
 # (1 token a second, since 2001) but not under the new one (1 every ten
 # years) is saved, keeps its place, and a purge judges it under the new one.
