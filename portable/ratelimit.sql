@@ -595,22 +595,9 @@ BEGIN
 END
 $rights$;
 
--- In every routine, the schema's name in place of @extschema@ (as the -- (psql only)
--- extension's install puts it), and the routine checked. -- (psql only)
-DO $names$ -- (psql only)
-DECLARE -- (psql only)
-    routine pg_catalog.oid; -- (psql only)
-BEGIN -- (psql only)
-    PERFORM pg_catalog.set_config('check_function_bodies', 'on', true); -- (psql only)
-    FOR routine IN SELECT p.oid FROM pg_catalog.pg_proc AS p -- (psql only)
-                    WHERE p.pronamespace OPERATOR(pg_catalog.=) (SELECT n.oid FROM pg_catalog.pg_namespace AS n -- (psql only)
-                                                                  WHERE n.nspname OPERATOR(pg_catalog.=) pg_catalog.current_schema()) -- (psql only)
-                    ORDER BY p.oid LOOP -- (psql only)
-        EXECUTE pg_catalog.replace(pg_catalog.pg_get_functiondef(routine), '@extschema@', -- (psql only)
-                                   pg_catalog.quote_ident(pg_catalog.current_schema())); -- (psql only)
-    END LOOP; -- (psql only)
-END -- (psql only)
-$names$; -- (psql only)
+-- In every routine, the schema's name in place of @extschema@, as the
+-- extension's install puts it (which leaves this file out).
+\ir qualify.sql
 
 -- As an extension, a trusted one: its script runs as the bootstrap
 -- superuser, who would own every object, and the SECURITY DEFINER functions

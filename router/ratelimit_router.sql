@@ -277,8 +277,12 @@ COMMENT ON FUNCTION rate_limit_buckets(text) IS
 REVOKE ALL ON FUNCTION rate_limit_buckets(text) FROM PUBLIC;
 
 -- The header values need nothing but a decision: computed here, by the
--- portable limiter's functions (the form that reads a policy is not routed).
+-- portable limiter's functions (the form that reads a policy is not routed),
+-- which name their own objects @extschema@.name until qualify.sql puts
+-- this schema's name in their place.
+SET LOCAL check_function_bodies = off;
 \ir ../portable/headers.sql
 DROP FUNCTION rate_limit_headers(rate_limit_decision, text, float8);
+\ir ../portable/qualify.sql
 
 COMMIT;
