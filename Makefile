@@ -11,6 +11,7 @@ OBJS = \
 	src/core/token_bucket.o \
 	src/pg/bucket_keys.o \
 	src/pg/clock.o \
+	src/pg/engine.o \
 	src/pg/errors.o \
 	src/pg/fmgr_args.o \
 	src/pg/functions.o \

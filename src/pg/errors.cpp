@@ -333,13 +333,13 @@ ReportMemoryPolicyPrepare()
 }
 
 void
-ReportMixedStorage(const char *memory_name, const char *table_name)
+ReportMixedStorage(const char *name, const char *holds, const char *other_name,
+                   const char *other_holds)
 {
 	ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 	                errmsg("rate_limit_take_all() does not take from both storage engines at once"),
-	                errdetail("Policy \"%s\" keeps its buckets in memory and policy \"%s\" in "
-	                          "the table.",
-	                          memory_name, table_name),
+	                errdetail("Policy \"%s\" keeps its buckets in %s and policy \"%s\" in %s.",
+	                          name, holds, other_name, other_holds),
 	                errhint("Give the policies the same storage, or take them in two calls.")));
 	pg_unreachable();
 }

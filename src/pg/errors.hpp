@@ -62,13 +62,15 @@ enum class CallForm {
 /* The memory engine: 55000 without shared memory (before PostgreSQL 17,
  * without shared_preload_libraries); 53400 when a new key's set has no
  * room; 0A000 for PREPARE TRANSACTION after a memory take or after writing
- * a memory policy with another limit, and for rate_limit_take_all over
- * policies of both engines. */
+ * a memory policy with another limit. */
 [[noreturn]] void ReportMemoryUnavailable();
 [[noreturn]] void ReportMemoryFull(int capacity);
 [[noreturn]] void ReportMemoryPrepare();
 [[noreturn]] void ReportMemoryPolicyPrepare();
-[[noreturn]] void ReportMixedStorage(const char *memory_name, const char *table_name);
+/* rate_limit_take_all over policies of two engines: each name with where
+ * its engine keeps buckets ("memory", "the table"). */
+[[noreturn]] void ReportMixedStorage(const char *name, const char *holds, const char *other_name,
+                                     const char *other_holds);
 /* 22023 / 54000: bad arrays for rate_limit_take_all. */
 [[noreturn]] void ReportBadLimitList(const char *why);
 [[noreturn]] void ReportTooManyLimits(int count, int max_count);

@@ -441,10 +441,16 @@ RequireWritable(const Signature &signature)
 }
 
 void
-RequireMemoryWritable(const Signature &signature)
+RequireEngine(const BucketEngine &engine, const Signature &signature, bool writes)
 {
-	if (IsInParallelMode())
+	if (engine.writes_tables) {
+		if (writes)
+			RequireWritable(signature);
+		else
+			RequireReadable(signature);
+	} else if (writes && IsInParallelMode()) {
 		ReportParallelMode(signature.function);
+	}
 }
 
 namespace {

@@ -12,6 +12,7 @@
 #include "pg/pg_includes.hpp"
 
 #include "core/token_bucket.hpp"
+#include "pg/engine.hpp"
 #include "pg/errors.hpp"
 
 namespace ratelimit::pg {
@@ -171,9 +172,11 @@ void CheckRequest(const core::Limit &limit, const core::Request &request, CallFo
 void RequirePrimary(const Signature &signature);
 void RequireReadable(const Signature &signature);
 void RequireWritable(const Signature &signature);
-/* A take or refund of a memory bucket: anywhere but in parallel mode (a
- * read-only transaction and a standby included: no table is written). */
-void RequireMemoryWritable(const Signature &signature);
+/* Where `engine` may serve the call: an engine that writes tables needs
+ * RequireWritable for a write (`writes`) and RequireReadable otherwise; one
+ * that writes none serves anywhere (a read-only transaction and a standby
+ * included), but writes nothing in parallel mode. */
+void RequireEngine(const BucketEngine &engine, const Signature &signature, bool writes);
 
 /* The rate_limit_decision row of `decision` under `limit`, labelled `label`. */
 Datum DecisionDatum(FunctionCallInfo fcinfo, const core::Decision &decision,

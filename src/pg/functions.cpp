@@ -13,7 +13,7 @@
 #include "pg/bucket_keys.hpp"
 #include "pg/errors.hpp"
 #include "pg/fmgr_args.hpp"
-#include "pg/memory_engine.hpp"
+#include "pg/engine.hpp"
 #include "pg/policies.hpp"
 #include "pg/sharding.hpp"
 #include "pg/stats.hpp"
@@ -43,30 +43,11 @@ namespace ratelimit::pg {
 
 namespace {
 
-/* A take writes its bucket; a check only reads it, on the primary or, when
- * bucket state is logged, on a standby too.  The memory engine writes no
- * table: it works anywhere, on each server's own buckets. */
+/* A take writes its bucket; a check only reads it (RequireEngine). */
 void
-RequireFor(const Signature &signature, Operation::Kind kind, bool in_memory = false)
+RequireFor(const BucketEngine &engine, const Signature &signature, Operation::Kind kind)
 {
-	if (in_memory) {
-		if (kind != Operation::kCheck)
-			RequireMemoryWritable(signature);
-	} else if (kind == Operation::kCheck) {
-		RequireReadable(signature);
-	} else {
-		RequireWritable(signature);
-	}
-}
-
-/* `operation` on bucket (name, key) of `policy`, by the policy's engine. */
-core::Decision
-PolicyBucket(const Policy &policy, text *name, text *key, const core::Limit &limit,
-             const Operation &operation)
-{
-	if (policy.in_memory)
-		return DecideMemoryBucket(name, key, limit, operation);
-	return DecideBucket(name, key, limit, operation);
+	RequireEngine(engine, signature, kind != Operation::kCheck);
 }
 
 /* A call that rate_limit_stats counts (a take): attached to the counters
@@ -96,10 +77,11 @@ Datum
 BucketDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::Kind kind)
 {
 	BucketCall call = DecodeBucketCall(fcinfo, signature);
-	RequireFor(signature, kind);
+	/* Buckets of explicit calls live in the table. */
+	RequireFor(kTableEngine, signature, kind);
 	const TakeCount count = StartCount(kind == Operation::kTake);
 	core::Decision decision =
-	    DecideBucket(call.name, call.key, call.limit, {kind, call.request, 0.0});
+	    kTableEngine.decide(call.name, call.key, call.limit, {kind, call.request, 0.0});
 	FinishCount(count, call.name, call.request.cost, decision);
 	return DecisionDatum(fcinfo, decision, call.limit, call.label);
 }
@@ -113,7 +95,7 @@ PolicyDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::K
 {
 	PolicyCall call = DecodePolicyCall(fcinfo, signature);
 	Policy policy = LookupPolicy(call.name);
-	RequireFor(signature, kind, policy.in_memory);
+	RequireFor(*policy.engine, signature, kind);
 	core::Limit limit = PolicyLimit(policy, call.name, call.key);
 	core::Request request = PolicyRequest(policy, call.cost, call.max_wait);
 	CheckRequest(limit, request, CallForm::kPolicy);
@@ -123,7 +105,7 @@ PolicyDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::K
 		decision = ShardedDecision(call.name, call.key, policy, limit, kind, request);
 	} else {
 		Operation operation{kind, request, 0.0, policy.has_initial, policy.initial};
-		decision = PolicyBucket(policy, call.name, call.key, limit, operation);
+		decision = policy.engine->decide(call.name, call.key, limit, operation);
 	}
 	FinishCount(count, call.name, call.cost, decision);
 	if (policy.jitter > 0.0 && !decision.allowed)
@@ -137,9 +119,9 @@ Datum
 BucketRefund(FunctionCallInfo fcinfo, const Signature &signature)
 {
 	RefundCall call = DecodeRefundCall(fcinfo, signature);
-	RequireWritable(signature);
+	RequireFor(kTableEngine, signature, Operation::kRefund);
 	Operation refund{Operation::kRefund, core::Request::Plain(0.0), call.amount};
-	core::Decision decision = DecideBucket(call.name, call.key, call.limit, refund);
+	core::Decision decision = kTableEngine.decide(call.name, call.key, call.limit, refund);
 	return DecisionDatum(fcinfo, decision, call.limit, call.label);
 }
 
@@ -203,12 +185,9 @@ rate_limit_reset(PG_FUNCTION_ARGS)
 	pg::KeyCall call = pg::DecodeKeyCall(fcinfo);
 	pg::Policy policy;
 	const bool has_policy = pg::FindPolicy(call.name, &policy);
-	if (has_policy && policy.in_memory) {
-		pg::RequireMemoryWritable(pg::kResetSignature);
-		PG_RETURN_BOOL(pg::ResetMemoryBucket(call.name, call.key));
-	}
-	pg::RequireWritable(pg::kResetSignature);
-	bool existed = pg::ResetBucket(call.name, call.key);
+	const pg::BucketEngine &engine = has_policy ? *policy.engine : pg::kTableEngine;
+	pg::RequireEngine(engine, pg::kResetSignature, true);
+	bool existed = engine.reset(call.name, call.key);
 	if (has_policy && pg::ResetShards(call.name, call.key, policy))
 		existed = true;
 	PG_RETURN_BOOL(existed);
@@ -262,7 +241,7 @@ rate_limit_refund_policy(PG_FUNCTION_ARGS)
 {
 	pg::PolicyRefundCall call = pg::DecodePolicyRefundCall(fcinfo);
 	pg::Policy policy = pg::LookupPolicy(call.name);
-	pg::RequireFor(pg::kRefundPolicySignature, pg::Operation::kRefund, policy.in_memory);
+	pg::RequireFor(*policy.engine, pg::kRefundPolicySignature, pg::Operation::kRefund);
 	core::Limit limit = pg::PolicyLimit(policy, call.name, call.key);
 	core::Decision decision;
 	if (policy.shards > 1) {
@@ -270,7 +249,7 @@ rate_limit_refund_policy(PG_FUNCTION_ARGS)
 	} else {
 		pg::Operation refund{pg::Operation::kRefund, core::Request::Plain(0.0), call.amount,
 		                     policy.has_initial, policy.initial};
-		decision = pg::PolicyBucket(policy, call.name, call.key, limit, refund);
+		decision = policy.engine->decide(call.name, call.key, limit, refund);
 	}
 	return pg::DecisionDatum(fcinfo, decision, limit, pg::PolicyLabel(policy, call.name));
 }
@@ -283,15 +262,14 @@ rate_limit_policies_changed(PG_FUNCTION_ARGS)
 		elog(ERROR, "rate_limit_policies_changed() must be called as a trigger");
 	TriggerData *trigger = reinterpret_cast<TriggerData *>(fcinfo->context);
 	pg::PoliciesChanged(RelationGetRelid(trigger->tg_relation));
-	/* A memory policy written with another limit: its buckets, judged full
-	 * by the limit they last saw, are kept until a call under the new one. */
+	/* A policy written with another limit: its engine may keep state that
+	 * depends on it (the memory engine judges eviction by a bucket's limit). */
 	if (TRIGGER_FIRED_FOR_ROW(trigger->tg_event) &&
 	    (TRIGGER_FIRED_BY_INSERT(trigger->tg_event) || TRIGGER_FIRED_BY_UPDATE(trigger->tg_event)))
-		pg::MemoryPolicyWritten(RelationGetDescr(trigger->tg_relation),
-		                        TRIGGER_FIRED_BY_UPDATE(trigger->tg_event) ? trigger->tg_trigtuple
-		                                                                   : NULL,
-		                        TRIGGER_FIRED_BY_UPDATE(trigger->tg_event) ? trigger->tg_newtuple
-		                                                                   : trigger->tg_trigtuple);
+		pg::PolicyWritten(RelationGetDescr(trigger->tg_relation),
+		                  TRIGGER_FIRED_BY_UPDATE(trigger->tg_event) ? trigger->tg_trigtuple : NULL,
+		                  TRIGGER_FIRED_BY_UPDATE(trigger->tg_event) ? trigger->tg_newtuple
+		                                                             : trigger->tg_trigtuple);
 	return PointerGetDatum(NULL);
 }
 
@@ -302,8 +280,7 @@ rate_limit_policies_changed(PG_FUNCTION_ARGS)
 Datum
 rate_limit_require_memory_engine(PG_FUNCTION_ARGS)
 {
-	if (!pg::HasMemoryEngine())
-		pg::ReportMemoryUnavailable();
+	pg::kMemoryEngine.require();
 	PG_RETURN_VOID();
 }
 

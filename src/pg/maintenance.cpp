@@ -14,9 +14,9 @@
  *   without waiting and without SSI predicate locks (VisitBuckets).
  * - rate_limit_stats() and its companions read and reset the per-limit
  *   counters of takes (src/pg/stats.cpp).
- * Each covers the memory engine's buckets too (src/pg/memory_engine.cpp):
- * purge and reset of a limit forget them at once, the listing shows a
- * memory policy's.
+ * Purge and reset of a limit go through every engine (engine.hpp), each in
+ * the batches the procedure commits; the listing reads the engine of the
+ * name's policy.
  * Only plain data is alive here: a PostgreSQL error is a longjmp that skips
  * C++ destructors.
  */
@@ -27,7 +27,7 @@
 #include "pg/clock.hpp"
 #include "pg/errors.hpp"
 #include "pg/fmgr_args.hpp"
-#include "pg/memory_engine.hpp"
+#include "pg/engine.hpp"
 #include "pg/policies.hpp"
 #include "pg/sharding.hpp"
 #include "pg/stats.hpp"
@@ -45,14 +45,6 @@ PG_FUNCTION_INFO_V1(rate_limit_stats_reset);
 namespace ratelimit::pg {
 
 namespace {
-
-/* Heap pages per batch: 1 MB of the table, some thousands of rows.  Each
- * batch is a transaction of its own, so a row it deleted is locked for
- * no longer than one batch takes. */
-constexpr BlockNumber kPurgeBatchBlocks = 128;
-
-/* Keys per batch of rate_limit_reset_limit's first pass. */
-constexpr int kResetBatchKeys = 1000;
 
 /* Which rows a purge looks at, and the policy of the name it saw last
  * (rows of one name come in runs), valid for one batch. */
@@ -145,25 +137,37 @@ BeginBatches(FunctionCallInfo fcinfo, const Signature &signature, const char *ba
 		elog(ERROR, "could not connect to SPI");
 }
 
-/* Starts a batch in `context`: a transaction that may delete. */
-MemoryContext
-BeginBatch(const Signature &signature, MemoryContext context)
+/* A procedure's batches (engine.hpp's Batches): each a transaction that
+ * may delete, allocating in a context that is reset when it commits. */
+struct BatchRun {
+	const Signature *signature;
+	MemoryContext context;
+	MemoryContext outer;
+	PurgeScope *scope; /* a purge's, whose cached policy a commit forgets */
+};
+
+void
+BeginBatch(void *arg)
 {
+	BatchRun *run = static_cast<BatchRun *>(arg);
 	if (XactReadOnly)
-		ReportReadOnlyDelete(signature.function);
-	MemoryContext outer = MemoryContextSwitchTo(context);
+		ReportReadOnlyDelete(run->signature->function);
+	run->outer = MemoryContextSwitchTo(run->context);
 	PushActiveSnapshot(GetTransactionSnapshot());
-	return outer;
 }
 
 /* Ends a batch: commits its transaction and starts the next. */
 void
-CommitBatch(MemoryContext outer)
+CommitBatch(void *arg)
 {
+	BatchRun *run = static_cast<BatchRun *>(arg);
 	PopActiveSnapshot();
-	MemoryContextSwitchTo(outer);
+	MemoryContextSwitchTo(run->outer);
 	SPI_commit();
 	RlStartNextTransaction();
+	MemoryContextReset(run->context);
+	if (run->scope != NULL)
+		run->scope->last_name = NULL; /* a policy may change between batches */
 }
 
 void
@@ -259,29 +263,16 @@ rate_limit_purge(PG_FUNCTION_ARGS)
 	pg::BeginBatches(fcinfo, pg::kPurgeSignature,
 	                 psprintf("%u table pages", pg::kPurgeBatchBlocks));
 	pg::PurgeScope scope = {call.name == NULL ? NULL : pg::CopyText(call.name)};
-	MemoryContext batch_context = AllocSetContextCreate(
-	    CurrentMemoryContext, "rate_limit_purge batch", ALLOCSET_DEFAULT_SIZES);
-
+	pg::BatchRun run{&pg::kPurgeSignature,
+	                 AllocSetContextCreate(CurrentMemoryContext, "rate_limit_purge batch",
+	                                       ALLOCSET_DEFAULT_SIZES),
+	                 NULL, &scope};
+	const pg::Batches batches{pg::BeginBatch, pg::CommitBatch, &run};
 	int64 purged = 0;
-	for (BlockNumber next = 0;;) {
-		MemoryContext outer = pg::BeginBatch(pg::kPurgeSignature, batch_context);
-		pg::SweepProgress progress =
-		    pg::SweepBuckets(next, pg::kPurgeBatchBlocks, pg::Forgettable, &scope);
-		pg::CommitBatch(outer);
-		MemoryContextReset(batch_context);
-		scope.last_name = NULL; /* a policy may change between batches */
-		purged += progress.deleted;
-		next = progress.next_block;
-		if (progress.finished)
-			break;
-	}
-	/* The memory engine's buckets, judged the same way. */
-	if (pg::HasMemoryEngine()) {
-		MemoryContext outer = pg::BeginBatch(pg::kPurgeSignature, batch_context);
-		purged += pg::PurgeMemoryBuckets(scope.name, pg::Forgettable, &scope);
-		pg::CommitBatch(outer);
-		MemoryContextReset(batch_context);
-	}
+	/* Every engine's buckets, judged the same way. */
+	for (const pg::BucketEngine *engine : pg::kEngines)
+		if (engine->available())
+			purged += engine->purge(scope.name, pg::Forgettable, &scope, batches);
 	pg::EndBatches();
 	return pg::CountResultDatum(fcinfo, pg::kPurgeSignature, purged);
 }
@@ -299,52 +290,15 @@ rate_limit_reset_limit(PG_FUNCTION_ARGS)
 	pg::NameCall call = pg::DecodeNameCall(fcinfo, pg::kResetLimitSignature);
 	pg::BeginBatches(fcinfo, pg::kResetLimitSignature, psprintf("%d keys", pg::kResetBatchKeys));
 	text *name = pg::CopyText(call.name);
-	MemoryContext procedure_context = CurrentMemoryContext;
-	MemoryContext batch_context = AllocSetContextCreate(
-	    procedure_context, "rate_limit_reset_limit batch", ALLOCSET_DEFAULT_SIZES);
-	/* Keys some transaction was writing or locking: reset one at a time
-	 * once the first pass is over. */
-	List *busy = NIL;
-	text *after = NULL;
-
+	pg::BatchRun run{&pg::kResetLimitSignature,
+	                 AllocSetContextCreate(CurrentMemoryContext, "rate_limit_reset_limit batch",
+	                                       ALLOCSET_DEFAULT_SIZES),
+	                 NULL, NULL};
+	const pg::Batches batches{pg::BeginBatch, pg::CommitBatch, &run};
 	int64 reset = 0;
-	for (;;) {
-		MemoryContext outer = pg::BeginBatch(pg::kResetLimitSignature, batch_context);
-		text **keys = static_cast<text **>(palloc(sizeof(text *) * pg::kResetBatchKeys));
-		const int count = pg::ListBucketKeys(name, after, keys, pg::kResetBatchKeys);
-		for (int i = 0; i < count; i++) {
-			pg::ResetOutcome outcome = pg::ResetBucketUnlessBusy(name, keys[i], false);
-			if (outcome == pg::ResetOutcome::kDeleted)
-				reset++;
-			if (outcome == pg::ResetOutcome::kBusy) {
-				MemoryContext inner = MemoryContextSwitchTo(procedure_context);
-				busy = lappend(busy, pg::CopyText(keys[i]));
-				MemoryContextSwitchTo(inner);
-			}
-		}
-		if (count > 0) {
-			MemoryContext inner = MemoryContextSwitchTo(procedure_context);
-			if (after != NULL)
-				pfree(after);
-			after = pg::CopyText(keys[count - 1]);
-			MemoryContextSwitchTo(inner);
-		}
-		pg::CommitBatch(outer);
-		MemoryContextReset(batch_context);
-		if (count < pg::kResetBatchKeys)
-			break;
-	}
-
-	if (pg::HasMemoryEngine())
-		reset += pg::ResetMemoryLimit(name);
-	ListCell *cell;
-	foreach (cell, busy) {
-		MemoryContext outer = pg::BeginBatch(pg::kResetLimitSignature, batch_context);
-		if (pg::ResetBucket(name, static_cast<text *>(lfirst(cell))))
-			reset++;
-		pg::CommitBatch(outer);
-		MemoryContextReset(batch_context);
-	}
+	for (const pg::BucketEngine *engine : pg::kEngines)
+		if (engine->available())
+			reset += engine->reset_limit(name, batches);
 	pg::EndBatches();
 	return pg::CountResultDatum(fcinfo, pg::kResetLimitSignature, reset);
 }
@@ -361,18 +315,15 @@ rate_limit_buckets(PG_FUNCTION_ARGS)
 	pg::Listing listing{};
 	listing.name = call.name;
 	listing.has_policy = pg::FindPolicy(call.name, &listing.policy);
-	/* A memory policy's buckets are in memory, on a standby too. */
-	const bool in_memory = listing.has_policy && listing.policy.in_memory;
-	if (!in_memory)
-		pg::RequireReadable(pg::kBucketsSignature);
+	/* A policy's buckets are in its engine (those of explicit calls in the
+	 * table), where a standby may read them or not. */
+	const pg::BucketEngine &engine = listing.has_policy ? *listing.policy.engine : pg::kTableEngine;
+	pg::RequireEngine(engine, pg::kBucketsSignature, false);
 	listing.now = pg::ClockNow();
 	listing.set = pg::BeginResultSet(fcinfo, pg::kBucketsSignature);
 	if (listing.set.desc->natts != pg::kBucketColumns)
 		elog(ERROR, "rate_limit_buckets must return %d columns", pg::kBucketColumns);
-	if (in_memory)
-		pg::VisitMemoryBuckets(call.name, pg::ListBucket, &listing);
-	else
-		pg::VisitBuckets(call.name, pg::ListBucket, &listing);
+	engine.visit(call.name, pg::ListBucket, &listing);
 	return (Datum)0;
 }
 

@@ -86,7 +86,7 @@
  *   After a crash or an immediate shutdown nothing is saved, and the
  *   buckets start afresh, as ratelimit.buckets, being unlogged, does.
  */
-#include "pg/memory_engine.hpp"
+#include "pg/engine.hpp"
 
 #include <sys/stat.h>
 
@@ -1189,7 +1189,7 @@ KeepIfReplaced(MemoryTable *table, text *name, text *key, const core::Limit &lim
 	 * both. */
 	pg_memory_barrier();
 	Policy policy;
-	if (!FindPolicy(name, &policy) || !policy.in_memory)
+	if (!FindPolicy(name, &policy) || policy.engine != &kMemoryEngine)
 		return;
 	const core::Limit now = PolicyLimit(policy, name, key);
 	if (SameLimit(now, limit) && (policy.has_initial ? policy.initial : now.burst) == start_tokens)
@@ -1205,8 +1205,9 @@ KeepIfReplaced(MemoryTable *table, text *name, text *key, const core::Limit &lim
 	SpinLockRelease(&s->mutex);
 }
 
-} /* namespace */
-
+/* kMemoryEngine's init: defines ratelimit.memory_buckets when the library
+ * is being preloaded, asks for the shared memory, and registers the
+ * transaction callbacks. */
 void
 DefineMemorySettings()
 {
@@ -1227,12 +1228,24 @@ DefineMemorySettings()
 	shmem_startup_hook = AttachMemory;
 }
 
+/* Whether the engine has its shared memory (attaching to it, from
+ * PostgreSQL 17 without preloading, if it must). */
 bool
 HasMemoryEngine()
 {
 	return Table() != NULL;
 }
 
+void
+RequireMemoryEngine()
+{
+	(void)RequireTable();
+}
+
+/* kMemoryEngine's decide: `operation` on memory bucket (name, key).  A take
+ * or refund belongs to the caller's (sub)transaction: its abort undoes it.
+ * Raises 55000 without shared memory (before PostgreSQL 17, without
+ * preloading) and 53400 when a new key finds no room. */
 core::Decision
 DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operation &operation)
 {
@@ -1409,6 +1422,7 @@ MemoryTake(const BucketTake &take, Operation::Kind kind, const core::Request &re
 	return DecideMemoryBucket(take.name, take.key, take.limit, operation);
 }
 
+/* kMemoryEngine's take_all: takes from every bucket or from none. */
 bool
 TakeAllMemory(BucketTake *takes, int count)
 {
@@ -1437,9 +1451,7 @@ TakeAllMemory(BucketTake *takes, int count)
 	}
 	/* Nothing was taken, so every bucket reports what it holds; one that
 	 * would have granted alone still says so, and how long its reserved
-	 * work would have waited.  Then, as for the table, a limit with a
-	 * penalty box that denied starts its box, and a denied key never seen
-	 * that starts below full starts earning now. */
+	 * work would have waited. */
 	for (int i = 0; i < count; i++) {
 		if (!takes[i].decision.allowed)
 			continue;
@@ -1448,20 +1460,11 @@ TakeAllMemory(BucketTake *takes, int count)
 		takes[i].decision.allowed = true;
 		takes[i].decision.retry_after = wait;
 	}
-	for (int i = 0; i < count; i++) {
-		if (takes[i].limit.penalty_us > 0 && !takes[i].decision.allowed &&
-		    takes[i].request.cost > 0.0) {
-			const core::Decision boxed =
-			    MemoryTake(takes[i], Operation::kPenalize, takes[i].request);
-			if (boxed.retry_after > takes[i].decision.retry_after)
-				takes[i].decision.retry_after = boxed.retry_after;
-		} else {
-			(void)MemoryTake(takes[i], Operation::kRecordNew, takes[i].request);
-		}
-	}
 	return false;
 }
 
+/* Forgets memory bucket (name, key) in the caller's transaction (its abort
+ * brings it back).  True if it existed. */
 bool
 ResetMemoryBucket(text *name, text *key)
 {
@@ -1484,6 +1487,8 @@ ResetMemoryBucket(text *name, text *key)
 	return true;
 }
 
+/* Forgets every memory bucket of `name` of this database, at once;
+ * returns how many. */
 int64
 ResetMemoryLimit(text *name)
 {
@@ -1501,6 +1506,12 @@ ResetMemoryLimit(text *name)
 	return reset;
 }
 
+/* kMemoryEngine's policy_written: limit `name` of this database was
+ * defined or redefined.  Its buckets stay (are neither evicted nor left
+ * unsaved) until a call under the new definition judges them, and so do
+ * those that calls store, or judge by another limit, until the caller's
+ * transaction has ended.  If the caller's (sub)transaction aborts, the
+ * buckets it marked so are as they were. */
 void
 KeepMemoryBuckets(const char *name, int name_bytes)
 {
@@ -1541,6 +1552,8 @@ KeepMemoryBuckets(const char *name, int name_bytes)
 	});
 }
 
+/* Visits the memory buckets of `name` of this database, in key order, as
+ * takes see them now. */
 void
 VisitMemoryBuckets(text *name, BucketVisitor visit, void *context)
 {
@@ -1568,6 +1581,9 @@ VisitMemoryBuckets(text *name, BucketVisitor visit, void *context)
 		visit(rows[i], context);
 }
 
+/* Forgets the memory buckets (of `name`, or of every name, of this
+ * database) that `filter` accepts and that no open transaction has taken
+ * from.  Returns how many. */
 int64
 PurgeMemoryBuckets(text *name, SweepFilter filter, void *context)
 {
@@ -1597,5 +1613,41 @@ PurgeMemoryBuckets(text *name, SweepFilter filter, void *context)
 	}
 	return purged;
 }
+
+/* Every memory bucket of `name` is forgotten at once: no batch is needed. */
+int64
+ResetMemoryLimitNow(text *name, const Batches &)
+{
+	return ResetMemoryLimit(name);
+}
+
+/* One batch: the purge only copies slots and frees those it judged. */
+int64
+PurgeMemory(text *name, SweepFilter filter, void *context, const Batches &batches)
+{
+	batches.begin(batches.context);
+	const int64 purged = PurgeMemoryBuckets(name, filter, context);
+	batches.commit(batches.context);
+	return purged;
+}
+
+} /* namespace */
+
+const BucketEngine kMemoryEngine = {
+    "memory",
+    "memory",
+    false, /* can_shard: no row lock to queue on, nothing for shards to spread */
+    false, /* writes_tables: works on standbys and in read-only transactions */
+    DefineMemorySettings,
+    HasMemoryEngine,
+    RequireMemoryEngine,
+    DecideMemoryBucket,
+    TakeAllMemory,
+    ResetMemoryBucket,
+    ResetMemoryLimitNow,
+    VisitMemoryBuckets,
+    PurgeMemory,
+    KeepMemoryBuckets,
+};
 
 } /* namespace ratelimit::pg */

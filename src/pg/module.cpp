@@ -2,16 +2,15 @@
  * src/pg/module.cpp
  *
  * Module registration: the magic block and _PG_init, which defines the
- * extension's settings, its relcache and transaction callbacks and its
- * shared memory.
+ * extension's settings and callbacks and has each engine set up its own
+ * (its settings, callbacks and shared memory).
  */
 #include "pg/pg_includes.hpp"
 
 #include "pg/clock.hpp"
-#include "pg/memory_engine.hpp"
+#include "pg/engine.hpp"
 #include "pg/policies.hpp"
 #include "pg/stats.hpp"
-#include "pg/storage.hpp"
 
 extern "C" {
 RlModuleMagic();
@@ -24,8 +23,8 @@ _PG_init(void)
 {
 	ratelimit::pg::DefineClockSettings();
 	ratelimit::pg::DefineStatsSettings();
-	ratelimit::pg::DefineMemorySettings();
+	for (const ratelimit::pg::BucketEngine *engine : ratelimit::pg::kEngines)
+		engine->init();
 	RlReserveGucPrefix("ratelimit");
-	ratelimit::pg::RegisterStorageCallbacks();
 	ratelimit::pg::RegisterPolicyCallbacks();
 }

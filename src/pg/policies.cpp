@@ -26,8 +26,6 @@
  */
 #include "pg/policies.hpp"
 
-#include "pg/memory_engine.hpp"
-
 #include "pg/bucket_keys.hpp"
 #include "pg/errors.hpp"
 #include "pg/storage.hpp"
@@ -81,6 +79,14 @@ constexpr ColumnSpec kColumns[kPolicyColumns] = {{"name", TEXTOID, false},
                                                  {"max_reserved", FLOAT8OID, false, true},
                                                  {"penalty_us", INT8OID, true, true},
                                                  {"storage", TEXTOID, false, true}};
+
+/* The engine a storage column's value names, or NULL. */
+const BucketEngine *
+EngineOfRow(Datum storage)
+{
+	text *value = DatumGetTextPP(storage);
+	return EngineNamed(VARDATA_ANY(value), VARSIZE_ANY_EXHDR(value));
+}
 
 /* Most names cached as not defined; then the cache starts afresh, so that
  * calls with ever new names cannot grow it without bound. */
@@ -249,16 +255,10 @@ ReadPolicy(text *name, Policy *policy, bool *cacheable)
 		if (policy->shards < 1 || policy->shards > kMaxShards)
 			ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "shards");
 		/* No column (before 0.3.0): the table. */
-		policy->in_memory = false;
-		if (!null[kStorage]) {
-			text *storage = DatumGetTextPP(value[kStorage]);
-			const int bytes = VARSIZE_ANY_EXHDR(storage);
-			if (bytes == 6 && memcmp(VARDATA_ANY(storage), "memory", 6) == 0)
-				policy->in_memory = true;
-			else if (bytes != 5 || memcmp(VARDATA_ANY(storage), "table", 5) != 0)
-				ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "storage");
-		}
-		if (policy->in_memory && policy->shards > 1)
+		policy->engine = null[kStorage] ? &kTableEngine : EngineOfRow(value[kStorage]);
+		if (policy->engine == NULL)
+			ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "storage");
+		if (!policy->engine->can_shard && policy->shards > 1)
 			ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "shards");
 		if (policy->fixed_window && policy->window_us <= 0)
 			ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "window_us");
@@ -348,25 +348,32 @@ SameLimitColumns(TupleDesc desc, HeapTuple old_row, HeapTuple new_row)
 } /* namespace */
 
 void
-MemoryPolicyWritten(TupleDesc desc, HeapTuple old_row, HeapTuple new_row)
+PolicyWritten(TupleDesc desc, HeapTuple old_row, HeapTuple new_row)
 {
 	const int name_column = SPI_fnumber(desc, "name");
 	const int storage_column = SPI_fnumber(desc, "storage");
 	if (name_column <= 0 || storage_column <= 0)
-		return; /* before 0.3.0: no memory policies */
+		return; /* before 0.3.0: every policy in the table */
 	bool name_null;
 	bool storage_null;
 	const Datum name = heap_getattr(new_row, name_column, desc, &name_null);
 	const Datum storage = heap_getattr(new_row, storage_column, desc, &storage_null);
 	if (name_null || storage_null)
 		return;
-	text *storage_text = DatumGetTextPP(storage);
-	if (VARSIZE_ANY_EXHDR(storage_text) != 6 || memcmp(VARDATA_ANY(storage_text), "memory", 6) != 0)
+	const BucketEngine *engine = EngineOfRow(storage);
+	if (engine == NULL || engine->policy_written == NULL)
 		return;
 	if (old_row != NULL && SameLimitColumns(desc, old_row, new_row))
 		return;
 	text *name_text = DatumGetTextPP(name);
-	KeepMemoryBuckets(VARDATA_ANY(name_text), VARSIZE_ANY_EXHDR(name_text));
+	engine->policy_written(VARDATA_ANY(name_text), VARSIZE_ANY_EXHDR(name_text));
+}
+
+const BucketEngine &
+EngineOfName(text *name)
+{
+	Policy policy;
+	return FindPolicy(name, &policy) ? *policy.engine : kTableEngine;
 }
 
 Policy

@@ -12,6 +12,7 @@
 
 #include "core/shards.hpp"
 #include "core/token_bucket.hpp"
+#include "pg/engine.hpp"
 #include "pg/fmgr_args.hpp"
 
 namespace ratelimit::pg {
@@ -29,11 +30,11 @@ struct Policy {
 	double initial;
 	double jitter; /* 0..1: retry_after stretched by up to this fraction */
 	bool fixed_window;
-	int64 window_us;       /* fixed_window: the window length */
-	bool has_window_start; /* fixed_window: windows start at window_start_us */
-	int64 window_start_us; /* otherwise each key's windows start at its hash */
-	int shards;            /* rows a key is split over (1: not split) */
-	bool in_memory;        /* storage 'memory': the memory engine keeps its buckets */
+	int64 window_us;            /* fixed_window: the window length */
+	bool has_window_start;      /* fixed_window: windows start at window_start_us */
+	int64 window_start_us;      /* otherwise each key's windows start at its hash */
+	int shards;                 /* rows a key is split over (1: not split) */
+	const BucketEngine *engine; /* keeps its buckets: the storage it names */
 };
 
 /* Registers the relcache callback that marks the policy cache stale. */
@@ -63,9 +64,13 @@ LimitLabel PolicyLabel(const Policy &policy, text *name);
 void PoliciesChanged(Oid policies_relid);
 
 /* A row of ratelimit.policies written (old_row NULL for an insert): if it
- * defines a memory policy with another limit than before, its buckets are
- * kept until calls under the new one judge them (KeepMemoryBuckets). */
-void MemoryPolicyWritten(TupleDesc desc, HeapTuple old_row, HeapTuple new_row);
+ * gives its buckets another limit than before, its engine hears of it
+ * (BucketEngine::policy_written). */
+void PolicyWritten(TupleDesc desc, HeapTuple old_row, HeapTuple new_row);
+
+/* The engine that keeps the buckets of name `name`: its policy's, or the
+ * table, which keeps the buckets of explicit calls. */
+const BucketEngine &EngineOfName(text *name);
 
 } /* namespace ratelimit::pg */
 

@@ -1,15 +1,18 @@
 /*
  * src/pg/sharding.cpp
  *
- * Sharded keys in storage.  The plan (which shard gives what) and the
- * answer's numbers come from src/core/shards.hpp; this file reads the shard
- * rows, carries the plan out through storage and keeps every multi-row
- * write in canonical order, the order TakeAll locks rows in: a shard's row
+ * Sharded keys, in an engine that can shard (BucketEngine::can_shard).  The
+ * plan (which shard gives what) and the answer's numbers come from
+ * src/core/shards.hpp; this file reads the shard rows, carries the plan out
+ * through the policy's engine and keeps every multi-row write in canonical
+ * order, the order an all-or-nothing take locks rows in: a shard's row
  * key is the key, U+001F and its number, so the order of the rows of one key
  * is core::CompareShards' order of their numbers.  Only plain data is alive
  * here: a PostgreSQL error is a longjmp that skips C++ destructors.
  */
 #include "pg/sharding.hpp"
+
+#include "pg/take_all.hpp"
 
 #include "core/shards.hpp"
 #include "pg/clock.hpp"
@@ -34,8 +37,9 @@ ShardOperation(Operation::Kind kind, const core::Request &request, double amount
 core::Bucket
 PeekShard(text *name, text *key, int number, const Policy &policy, const core::ShardShare &share)
 {
-	return DecideBucket(name, ShardKey(key, number), share.limit,
-	                    ShardOperation(Operation::kPeek, kNothing, 0.0, policy, share))
+	return policy.engine
+	    ->decide(name, ShardKey(key, number), share.limit,
+	             ShardOperation(Operation::kPeek, kNothing, 0.0, policy, share))
 	    .next;
 }
 
@@ -64,10 +68,10 @@ TakeFromShards(text *name, text *key, const Policy &policy, const core::ShardSha
 		    plan.kind == core::ShardPlan::kReserve ? request : core::Request::Plain(plan.cost[s]),
 		    policy.has_initial,
 		    share.initial,
-		    false,
+		    policy.engine,
 		    core::Decision{}};
 	}
-	const bool allowed = TakeAll(takes, count);
+	const bool allowed = TakeEvery(takes, count);
 	*wait = 0.0;
 	for (int t = 0; t < count; t++) {
 		after[numbers[t]] = takes[t].decision.next;
@@ -182,7 +186,7 @@ ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &
 			allowed = true;
 			pair[p] = plan.after[p];
 		} else {
-			core::Decision d = DecideBucket(
+			core::Decision d = policy.engine->decide(
 			    name, ShardKey(key, numbers[p]), shard,
 			    ShardOperation(Operation::kTake, core::Request::Plain(cost), 0.0, policy, share));
 			allowed = d.allowed;
@@ -216,7 +220,7 @@ ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &
 		int order[kMaxShards];
 		core::ShardOrder(shards, order);
 		for (int i = 0; i < shards; i++)
-			(void)DecideBucket(name, ShardKey(key, order[i]), shard, record);
+			(void)policy.engine->decide(name, ShardKey(key, order[i]), shard, record);
 	}
 
 	core::Decision outcome =
@@ -240,7 +244,8 @@ ShardedRefund(text *name, text *key, const Policy &policy, const core::Limit &li
 	for (int i = 0; i < shards; i++) {
 		const Operation operation = ShardOperation(
 		    left > 0.0 ? Operation::kRefund : Operation::kPeek, kNothing, left, policy, share);
-		core::Decision d = DecideBucket(name, ShardKey(key, order[i]), share.limit, operation);
+		core::Decision d =
+		    policy.engine->decide(name, ShardKey(key, order[i]), share.limit, operation);
 		if (operation.kind == Operation::kRefund)
 			left -= d.refunded;
 		result.remaining += d.remaining;
@@ -259,7 +264,7 @@ ResetShards(text *name, text *key, const Policy &policy)
 	core::ShardOrder(policy.shards, order);
 	bool existed = false;
 	for (int i = 0; i < policy.shards; i++)
-		if (ResetBucket(name, ShardKey(key, order[i])))
+		if (policy.engine->reset(name, ShardKey(key, order[i])))
 			existed = true;
 	return existed;
 }

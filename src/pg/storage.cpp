@@ -82,6 +82,20 @@ namespace ratelimit::pg {
 
 namespace {
 
+/* What ResetBucketUnlessBusy did. */
+enum class ResetOutcome {
+	kAbsent,  /* no such bucket */
+	kDeleted, /* deleted in the caller's transaction */
+	kBusy     /* another transaction writes or locks it: left alone */
+};
+
+/* How far a sweep got. */
+struct SweepProgress {
+	BlockNumber next_block; /* where the next batch starts */
+	bool finished;          /* no block of the table lies beyond this batch */
+	int64 deleted;
+};
+
 constexpr const char *kStateSchema = "ratelimit";
 constexpr const char *kStateTable = "buckets";
 
@@ -699,71 +713,28 @@ Writes(const Operation &operation)
 	       operation.kind == Operation::kRecordNew || operation.kind == Operation::kPenalize;
 }
 
-} /* namespace */
-
-core::Bucket
-NewBucket(const core::Limit &limit, bool has_initial, double initial, TimestampTz now)
-{
-	core::Bucket fresh = core::FullBucket(limit, now);
-	if (has_initial)
-		fresh.tokens = initial;
-	return fresh;
-}
-
-core::Decision
-Evaluate(const Operation &operation, const core::Bucket &bucket, const core::Limit &limit,
-         TimestampTz now)
-{
-	if (operation.kind == Operation::kRefund)
-		return core::Refund(bucket, limit, operation.amount, now);
-	if (operation.kind == Operation::kRecordNew)
-		return core::Decide(bucket, limit, core::Request::Plain(0.0), now);
-	if (operation.kind == Operation::kPenalize) {
-		/* The call as a whole was denied: a take that would now be granted
-		 * takes nothing and starts no box. */
-		core::Decision decision = core::Decide(bucket, limit, operation.request, now);
-		if (decision.allowed) {
-			decision.allowed = false;
-			decision.write = false;
-		}
-		return decision;
-	}
-	return core::Decide(bucket, limit, operation.request, now);
-}
-
-int64
-BucketWaitMicros()
-{
-	return wait_micros;
-}
-
-bool
-BucketStateIsLogged()
-{
-	while (!state_relations.valid)
-		LoadStateRelations(AccessShareLock);
-	return state_relations.logged;
-}
-
-bool
-StartsBelowFull(const Operation &operation, const core::Limit &limit)
-{
-	return operation.has_initial && operation.initial < limit.burst;
-}
-
-Oid
-StateRelationOid(const char *relname)
-{
-	Oid schema = get_namespace_oid(kStateSchema, true);
-	return OidIsValid(schema) ? get_relname_relid(relname, schema) : InvalidOid;
-}
-
 void
 RegisterStorageCallbacks()
 {
 	CacheRegisterRelcacheCallback(InvalidateStateRelations, (Datum)0);
 }
 
+bool
+AlwaysAvailable()
+{
+	return true;
+}
+
+void
+NothingRequired()
+{
+}
+
+/* kTableEngine's decide: applies `operation` to the latest committed
+ * state of (name, key); a take or refund stores its result in the caller's
+ * transaction.  A denial leaves no lock and writes nothing, except that a
+ * take of a key never seen before records it when it starts below a full
+ * bucket (StartsBelowFull). */
 core::Decision
 DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &operation)
 {
@@ -850,12 +821,17 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 	return decision;
 }
 
+ResetOutcome ResetBucketUnlessBusy(text *name, text *key, bool wait);
+
+/* Deletes the bucket so that its next use starts full.  True if it existed. */
 bool
 ResetBucket(text *name, text *key)
 {
 	return ResetBucketUnlessBusy(name, key, true) == ResetOutcome::kDeleted;
 }
 
+/* ResetBucket, waiting for the bucket's writer only when `wait`; without it,
+ * a bucket some transaction writes or locks is kBusy. */
 ResetOutcome
 ResetBucketUnlessBusy(text *name, text *key, bool wait)
 {
@@ -916,6 +892,12 @@ ResetBucketUnlessBusy(text *name, text *key, bool wait)
 	return outcome;
 }
 
+/* Visits every bucket of `name` in key order, as a take would see it: the
+ * latest committed version (or this transaction's own).  Reads through the
+ * primary key with a dirty snapshot: it never waits, and takes no SSI
+ * predicate lock, so a SERIALIZABLE reader makes no later take fail.  It
+ * is a live read, not a snapshot: a bucket written meanwhile may show its
+ * state before or after that write. */
 void
 VisitBuckets(text *name, BucketVisitor visit, void *context)
 {
@@ -941,6 +923,10 @@ VisitBuckets(text *name, BucketVisitor visit, void *context)
 	CloseStateRelations(&rels);
 }
 
+/* Up to `max_keys` distinct row keys of `name` after `after` (NULL: from the
+ * first), in key order, as the primary key holds them: every version, dead
+ * ones too, so that a key a concurrent update moves is still listed.
+ * Returns how many; each key is palloc'd. */
 int
 ListBucketKeys(text *name, text *after, text **keys, int max_keys)
 {
@@ -969,8 +955,6 @@ ListBucketKeys(text *name, text *after, text **keys, int max_keys)
 	CloseStateRelations(&rels);
 	return count;
 }
-
-namespace {
 
 /* What a multi-take knows of one row. */
 struct TakeRow {
@@ -1067,19 +1051,12 @@ LockAndTakeAll(const OpenRelations &rels, BucketTake *takes, TakeRow *rows, int 
 	return all_allowed;
 }
 
-} /* namespace */
-
+/* kTableEngine's take_all: rows are locked in the order of `takes`
+ * (canonical), so overlapping calls cannot deadlock.  A denial leaves no
+ * lock and no new version behind. */
 bool
 TakeAll(BucketTake *takes, int count)
 {
-	if (count == 1) {
-		/* One bucket: the single take's protocol, without a subtransaction. */
-		Operation take{Operation::kTake, takes[0].request, 0.0, takes[0].has_initial,
-		               takes[0].initial};
-		takes[0].decision = DecideBucket(takes[0].name, takes[0].key, takes[0].limit, take);
-		return takes[0].decision.allowed;
-	}
-
 	OpenRelations rels;
 	OpenStateRelations(RowExclusiveLock, &rels);
 	TupleTableSlot *slot = table_slot_create(rels.heap, NULL);
@@ -1141,29 +1118,15 @@ TakeAll(BucketTake *takes, int count)
 	CloseStateRelations(&rels);
 	if (wrote)
 		CommandCounterIncrement();
-
-	/* A denied key never seen before still starts earning now; a limit with
-	 * a penalty box that denied starts its box. */
-	if (!all_allowed)
-		for (int i = 0; i < count; i++) {
-			Operation record{Operation::kRecordNew, takes[i].request, 0.0, takes[i].has_initial,
-			                 takes[i].initial};
-			if (takes[i].limit.penalty_us > 0 && !takes[i].decision.allowed &&
-			    takes[i].request.cost > 0.0) {
-				record.kind = Operation::kPenalize;
-				const core::Decision boxed =
-				    DecideBucket(takes[i].name, takes[i].key, takes[i].limit, record);
-				/* The box stored is the one to wait for. */
-				if (boxed.retry_after > takes[i].decision.retry_after)
-					takes[i].decision.retry_after = boxed.retry_after;
-			} else if (!rows[i].exists && StartsBelowFull(record, takes[i].limit)) {
-				(void)DecideBucket(takes[i].name, takes[i].key, takes[i].limit, record);
-			}
-		}
 	pfree(rows);
 	return all_allowed;
 }
 
+/* Deletes, from heap blocks [first, first + count), the rows `filter`
+ * accepts, in the caller's transaction.  A row some transaction is writing,
+ * or that is locked or replaced before it is locked here, is left alone
+ * without waiting: the writer wins.  A row is deleted only in the version
+ * the filter accepted, locked first. */
 SweepProgress
 SweepBuckets(BlockNumber first, BlockNumber count, SweepFilter filter, void *context)
 {
@@ -1223,5 +1186,109 @@ SweepBuckets(BlockNumber first, BlockNumber count, SweepFilter filter, void *con
 		CommandCounterIncrement();
 	return progress;
 }
+
+/* rate_limit_purge: sweeps the whole table, kPurgeBatchBlocks heap pages
+ * a batch (`filter` looks at the names). */
+int64
+PurgeTable(text *, SweepFilter filter, void *context, const Batches &batches)
+{
+	int64 purged = 0;
+	for (BlockNumber next = 0;;) {
+		batches.begin(batches.context);
+		const SweepProgress progress = SweepBuckets(next, kPurgeBatchBlocks, filter, context);
+		batches.commit(batches.context);
+		purged += progress.deleted;
+		next = progress.next_block;
+		if (progress.finished)
+			return purged;
+	}
+}
+
+/* rate_limit_reset_limit: first, in key order, kResetBatchKeys keys a
+ * batch, every bucket of `name` no transaction is writing or locking; then
+ * each of the others in a batch of its own, waiting for its writer while
+ * holding no other row, so that it cannot deadlock with a caller that holds
+ * several keys of the limit. */
+int64
+ResetTableLimit(text *name, const Batches &batches)
+{
+	MemoryContext procedure_context = CurrentMemoryContext;
+	List *busy = NIL;
+	text *after = NULL;
+	int64 reset = 0;
+	for (;;) {
+		batches.begin(batches.context);
+		text **keys = static_cast<text **>(palloc(sizeof(text *) * kResetBatchKeys));
+		const int count = ListBucketKeys(name, after, keys, kResetBatchKeys);
+		for (int i = 0; i < count; i++) {
+			const ResetOutcome outcome = ResetBucketUnlessBusy(name, keys[i], false);
+			if (outcome == ResetOutcome::kDeleted)
+				reset++;
+			if (outcome == ResetOutcome::kBusy) {
+				MemoryContext inner = MemoryContextSwitchTo(procedure_context);
+				busy = lappend(busy, CopyText(keys[i]));
+				MemoryContextSwitchTo(inner);
+			}
+		}
+		if (count > 0) {
+			MemoryContext inner = MemoryContextSwitchTo(procedure_context);
+			if (after != NULL)
+				pfree(after);
+			after = CopyText(keys[count - 1]);
+			MemoryContextSwitchTo(inner);
+		}
+		batches.commit(batches.context);
+		if (count < kResetBatchKeys)
+			break;
+	}
+	ListCell *cell;
+	foreach (cell, busy) {
+		batches.begin(batches.context);
+		if (ResetBucket(name, static_cast<text *>(lfirst(cell))))
+			reset++;
+		batches.commit(batches.context);
+	}
+	return reset;
+}
+
+} /* namespace */
+
+int64
+BucketWaitMicros()
+{
+	return wait_micros;
+}
+
+bool
+BucketStateIsLogged()
+{
+	while (!state_relations.valid)
+		LoadStateRelations(AccessShareLock);
+	return state_relations.logged;
+}
+
+Oid
+StateRelationOid(const char *relname)
+{
+	Oid schema = get_namespace_oid(kStateSchema, true);
+	return OidIsValid(schema) ? get_relname_relid(relname, schema) : InvalidOid;
+}
+
+const BucketEngine kTableEngine = {
+    "table",
+    "the table",
+    true, /* can_shard */
+    true, /* writes_tables */
+    RegisterStorageCallbacks,
+    AlwaysAvailable,
+    NothingRequired,
+    DecideBucket,
+    TakeAll,
+    ResetBucket,
+    ResetTableLimit,
+    VisitBuckets,
+    PurgeTable,
+    NULL, /* policy_written: a row judges itself by the policy at every call */
+};
 
 } /* namespace ratelimit::pg */

@@ -1,18 +1,17 @@
 /*
  * src/pg/take_all.cpp
  *
- * The planning of rate_limit_take_all around storage's TakeAll: one
- * BucketTake per limit given, sorted into the canonical order and merged
- * per bucket, then the binding limit and the result row.  Only plain data
+ * The planning of rate_limit_take_all around an engine's all-or-nothing
+ * take: one BucketTake per limit given, sorted into the canonical order and
+ * merged per bucket, the engine's take, what follows a denial (boxes, first
+ * sightings), then the binding limit and the result row.  Only plain data
  * (palloc'd arrays) is alive here.
  */
 #include "pg/take_all.hpp"
 
 #include "pg/bucket_keys.hpp"
 #include "pg/errors.hpp"
-#include "pg/memory_engine.hpp"
 #include "pg/policies.hpp"
-#include "pg/storage.hpp"
 
 namespace ratelimit::pg {
 
@@ -54,14 +53,8 @@ ResolveLimit(const LimitList &list, int i, double max_wait, LimitLabel *label)
 	    PolicyRequest(policy, list.costs != NULL ? DatumGetFloat8(list.costs[i]) : 1.0, max_wait);
 	CheckRequest(limit, request, CallForm::kPolicy);
 	*label = PolicyLabel(policy, name);
-	return BucketTake{name,
-	                  key,
-	                  limit,
-	                  request,
-	                  policy.has_initial,
-	                  policy.initial,
-	                  policy.in_memory,
-	                  core::Decision{}};
+	return BucketTake{name,           key,           limit,           request, policy.has_initial,
+	                  policy.initial, policy.engine, core::Decision{}};
 }
 
 /* qsort_arg comparator over positions into a BucketTake array. */
@@ -129,6 +122,37 @@ BindingLimit(const BucketTake *takes, const int *bucket_of, int count, bool allo
 
 } /* namespace */
 
+bool
+TakeEvery(BucketTake *takes, int count)
+{
+	const BucketEngine &engine = *takes[0].engine;
+	if (count == 1) {
+		/* One bucket: the single take's protocol. */
+		const Operation take{Operation::kTake, takes[0].request, 0.0, takes[0].has_initial,
+		                     takes[0].initial};
+		takes[0].decision = engine.decide(takes[0].name, takes[0].key, takes[0].limit, take);
+		return takes[0].decision.allowed;
+	}
+	if (engine.take_all(takes, count))
+		return true;
+	/* A limit with a penalty box that denied starts its box; a key never
+	 * seen that starts below full starts earning now. */
+	for (int i = 0; i < count; i++) {
+		BucketTake &take = takes[i];
+		Operation record{Operation::kRecordNew, take.request, 0.0, take.has_initial, take.initial};
+		if (take.limit.penalty_us > 0 && !take.decision.allowed && take.request.cost > 0.0) {
+			record.kind = Operation::kPenalize;
+			const core::Decision boxed = engine.decide(take.name, take.key, take.limit, record);
+			/* The box stored is the one to wait for. */
+			if (boxed.retry_after > take.decision.retry_after)
+				take.decision.retry_after = boxed.retry_after;
+		} else if (StartsBelowFull(record, take.limit)) {
+			(void)engine.decide(take.name, take.key, take.limit, record);
+		}
+	}
+	return false;
+}
+
 LimitList
 ReadLimitList(const TakeAllCall &call)
 {
@@ -164,18 +188,11 @@ TakeAllLimits(const LimitList &list, double max_wait, const Signature &signature
 	int buckets = MergeRepeats(given, count, takes, bucket_of);
 
 	for (int b = 1; b < buckets; b++)
-		if (takes[b].in_memory != takes[0].in_memory) {
-			const BucketTake &memory = takes[b].in_memory ? takes[b] : takes[0];
-			const BucketTake &table = takes[b].in_memory ? takes[0] : takes[b];
-			ReportMixedStorage(text_to_cstring(memory.name), text_to_cstring(table.name));
-		}
-	/* The memory engine writes no table: it takes in a read-only
-	 * transaction and on a standby too. */
-	if (takes[0].in_memory)
-		RequireMemoryWritable(signature);
-	else
-		RequireWritable(signature);
-	bool allowed = takes[0].in_memory ? TakeAllMemory(takes, buckets) : TakeAll(takes, buckets);
+		if (takes[b].engine != takes[0].engine)
+			ReportMixedStorage(text_to_cstring(takes[0].name), takes[0].engine->holds,
+			                   text_to_cstring(takes[b].name), takes[b].engine->holds);
+	RequireEngine(*takes[0].engine, signature, true);
+	bool allowed = TakeEvery(takes, buckets);
 
 	const BucketTake &bound = takes[bucket_of[BindingLimit(takes, bucket_of, count, allowed)]];
 	Datum *remaining = static_cast<Datum *>(palloc(sizeof(Datum) * count));

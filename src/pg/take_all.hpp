@@ -3,17 +3,27 @@
  *
  * rate_limit_take_all: several limits taken all or nothing.  The limits
  * given are checked, resolved to their policies and merged per bucket (the
- * costs of a bucket named twice add up), storage takes them in one canonical
- * order, and the limit that decided the answer is reported.
+ * costs of a bucket named twice add up), their engine takes them in one
+ * canonical order, and the limit that decided the answer is reported.
  */
 #ifndef RATELIMIT_PG_TAKE_ALL_HPP
 #define RATELIMIT_PG_TAKE_ALL_HPP
 
 #include "pg/pg_includes.hpp"
 
+#include "pg/engine.hpp"
 #include "pg/fmgr_args.hpp"
 
 namespace ratelimit::pg {
+
+/* Takes from every bucket of `takes` or from none, by their engine (one for
+ * all), in the caller's transaction: `takes` sorted by CompareBuckets and
+ * free of duplicates.  Returns whether all were granted; each decision says
+ * how its bucket stands (after the take if granted, as it is otherwise).
+ * After a denial, as a single take does, each limit with a penalty box that
+ * denied starts its box, and a key never seen that starts below full is
+ * recorded, so that it starts earning. */
+bool TakeEvery(BucketTake *takes, int count);
 
 /* The limits of one call: (names[i], keys[i], costs[i]) for i < count. */
 struct LimitList {
