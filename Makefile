@@ -23,13 +23,24 @@ OBJS = \
 	src/pg/stats.o \
 	src/pg/storage.o \
 	src/pg/take_all.o
-# The portable limiter as an extension with no C module: the current
-# version's script made from portable/*.sql (portable/ratelimit.sql is the
-# psql script); the scripts of released versions are kept as they were.
+# The current version's scripts are made by scripts/sql-script from psql
+# scripts that include the shared sources of sql/src/ (see sql/src/README):
+# the native install script from sql/ratelimit.sql, the portable limiter's
+# (an extension with no C module) from portable/ratelimit.sql, its psql
+# script, and the upgrade scripts to the current version from
+# update--<from>--<version>.sql in each directory.  The scripts of released
+# versions are kept as they were: once a version is released, its scripts
+# are committed and its update--*.sql templates go.
+NATIVE_SCRIPT = sql/$(EXTENSION)--$(EXTVERSION).sql
 PORTABLE_SCRIPT = portable/ratelimit_portable--$(EXTVERSION).sql
-DATA = $(wildcard sql/$(EXTENSION)--*.sql) ratelimit_portable.control \
-	$(filter-out $(PORTABLE_SCRIPT),$(wildcard portable/ratelimit_portable--*.sql))
-DATA_built = $(PORTABLE_SCRIPT)
+NATIVE_UPGRADES = $(patsubst sql/update--%,sql/$(EXTENSION)--%,$(wildcard sql/update--*.sql))
+PORTABLE_UPGRADES = $(patsubst portable/update--%,portable/ratelimit_portable--%,$(wildcard portable/update--*.sql))
+DATA_built = $(NATIVE_SCRIPT) $(PORTABLE_SCRIPT) $(NATIVE_UPGRADES) $(PORTABLE_UPGRADES)
+DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql portable/ratelimit_portable--*.sql)) \
+	ratelimit_portable.control
+SQL_SOURCES = $(wildcard sql/src/*.sql) scripts/sql-script
+NATIVE_SOURCES = sql/names.sql $(SQL_SOURCES)
+PORTABLE_SOURCES = $(filter-out portable/ratelimit_portable--%,$(wildcard portable/*.sql)) $(SQL_SOURCES)
 PGFILEDESC = "ratelimit - transactional rate limiter"
 
 # Regression inputs live in test/sql, expected output in ./expected.  No test
@@ -41,8 +52,12 @@ ISOLATION = $(filter-out memory_escrow,$(patsubst test/specs/%.spec,%,$(sort $(w
 ISOLATION_OPTS = --inputdir=test --load-extension=$(EXTENSION)
 
 # The control file is the one version source: the module's magic block
-# (PostgreSQL 18) reads it through RATELIMIT_VERSION.
-PG_CPPFLAGS = -Isrc -DRATELIMIT_VERSION='"$(EXTVERSION)"'
+# (PostgreSQL 18) reads it through RATELIMIT_VERSION.  sql/src/limits.sql is
+# the one source of the longest name and key, in the SQL scripts and here.
+rl_limit = $(shell sed -n 's/^\\set $(1) \([0-9][0-9]*\)$$/\1/p' sql/src/limits.sql)
+PG_CPPFLAGS = -Isrc -DRATELIMIT_VERSION='"$(EXTVERSION)"' \
+	-DRATELIMIT_MAX_NAME_BYTES=$(call rl_limit,rl_max_name_bytes) \
+	-DRATELIMIT_MAX_KEY_BYTES=$(call rl_limit,rl_max_key_bytes)
 PG_CXXFLAGS = -std=c++17 -fno-exceptions -fno-rtti -Wno-register
 SHLIB_LINK += -lstdc++
 # JIT bitcode would need clang and ignores PG_CXXFLAGS; inlining a function
@@ -57,10 +72,19 @@ include $(PGXS)
 # x86), not x86-64's.
 override CXXFLAGS := $(filter-out -fexcess-precision=standard,$(CXXFLAGS))
 
-$(OBJS): $(wildcard src/core/*.hpp src/pg/*.hpp)
+$(OBJS): $(wildcard src/core/*.hpp src/pg/*.hpp) sql/src/limits.sql
 
-$(PORTABLE_SCRIPT): $(filter-out $(PORTABLE_SCRIPT),$(wildcard portable/*.sql)) portable/extension-script
-	portable/extension-script > $@
+$(NATIVE_SCRIPT): sql/$(EXTENSION).sql $(NATIVE_SOURCES)
+	scripts/sql-script $< > $@.tmp && mv $@.tmp $@
+
+$(NATIVE_UPGRADES): sql/$(EXTENSION)--%: sql/update--% $(NATIVE_SOURCES)
+	scripts/sql-script --upgrade $< > $@.tmp && mv $@.tmp $@
+
+$(PORTABLE_SCRIPT): portable/ratelimit.sql $(PORTABLE_SOURCES)
+	scripts/sql-script $< rl_schema=@extschema@ > $@.tmp && mv $@.tmp $@
+
+$(PORTABLE_UPGRADES): portable/ratelimit_portable--%: portable/update--% $(PORTABLE_SOURCES)
+	scripts/sql-script --upgrade $< rl_schema=@extschema@ > $@.tmp && mv $@.tmp $@
 
 # --- the shared regression suite against the portable limiter ---
 # The extension ratelimit_portable in place of ratelimit: portable_setup

@@ -100,7 +100,7 @@ SELECT name, rate, burst, max_reserved FROM rate_limit_define('granted', 3, '1 m
 RESET ROLE;
 
 --
--- Upgrading from 0.1.0 to 0.3.0 at once: buckets survive.
+-- Upgrading from 0.1.0 to the current version at once: buckets survive.
 --
 DROP EXTENSION ratelimit;
 DROP ROLE ratelimit_upgrade_definer, ratelimit_upgrade_admin, ratelimit_upgrade_delegate;
@@ -112,11 +112,13 @@ SELECT allowed, remaining FROM rate_limit_take('from-0.1.0', 'k', 2, 0, 5);
 SELECT count(*) AS policies FROM ratelimit.policies;
 
 --
--- The install script of 0.3.0 makes what the upgrade scripts make: the same
--- objects with the same definitions (function bodies, defaults, settings),
--- comments and privileges; the same attributes of types and columns of
--- tables, with their defaults, constraints, indexes and triggers.
+-- The install script of the current version makes what the upgrade scripts
+-- make: the same objects with the same definitions (function bodies,
+-- defaults, settings), comments and privileges; the same attributes of
+-- types and columns of tables, with their defaults, constraints, indexes
+-- and triggers.  (Of the extension upgrade.extension names.)
 --
+SET upgrade.extension = 'ratelimit';
 CREATE TEMP VIEW extension_catalog AS
 -- Types that PostgreSQL makes along with another object (array types, the
 -- row types of tables) are members of their own from 17 on; they come and go
@@ -125,7 +127,7 @@ WITH members AS (
     SELECT d.classid, d.objid, d.objsubid
       FROM pg_depend AS d
      WHERE d.refclassid = 'pg_extension'::regclass
-       AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'ratelimit')
+       AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = current_setting('upgrade.extension'))
        AND d.deptype = 'e'
        AND NOT (d.classid = 'pg_type'::regclass AND EXISTS (
                SELECT FROM pg_type AS t LEFT JOIN pg_class AS c ON c.oid = t.typrelid
@@ -139,7 +141,7 @@ relations AS (
                                                          AND t.oid = m.objid AND t.typrelid <> 0)
 SELECT 'extension' AS kind, e.extname::text AS object,
        concat_ws(' ', e.extnamespace::regnamespace, e.extrelocatable, e.extconfig::regclass[], e.extcondition) AS description
-  FROM pg_extension AS e WHERE e.extname = 'ratelimit'
+  FROM pg_extension AS e WHERE e.extname = current_setting('upgrade.extension')
 UNION ALL
 SELECT 'member', pg_describe_object(m.classid, m.objid, m.objsubid), ''
   FROM members AS m
@@ -191,14 +193,73 @@ SELECT 'initial privileges', pg_describe_object(ip.classoid, ip.objoid, ip.objsu
        concat_ws(' ', ip.privtype, ip.initprivs::text)
   FROM members AS m JOIN pg_init_privs AS ip ON ip.classoid = m.classid AND ip.objoid = m.objid;
 
--- The update above ran 0.1.0, then both upgrade scripts.
+-- The update above ran 0.1.0, then every upgrade script.
 CREATE TEMP TABLE updated AS SELECT * FROM extension_catalog;
 DROP EXTENSION ratelimit;
 CREATE EXTENSION ratelimit;
 SELECT extversion FROM pg_extension WHERE extname = 'ratelimit';
 CREATE TEMP TABLE installed AS SELECT * FROM extension_catalog;
-SELECT 'only updated' AS "where", * FROM (TABLE updated EXCEPT TABLE installed) AS u
-UNION ALL
-SELECT 'only installed', * FROM (TABLE installed EXCEPT TABLE updated) AS i
-ORDER BY 1, 2, 3;
+-- The rows of the catalog of one install that the other has not.
+CREATE FUNCTION pg_temp.catalog_differences(updated regclass, installed regclass)
+RETURNS TABLE ("where" text, kind text, object text, description text)
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN QUERY EXECUTE format(
+        'SELECT ''only updated'', * FROM (TABLE %1$s EXCEPT TABLE %2$s) AS u
+         UNION ALL
+         SELECT ''only installed'', * FROM (TABLE %2$s EXCEPT TABLE %1$s) AS i
+         ORDER BY 1, 2, 3', updated, installed);
+END
+$$;
+SELECT * FROM pg_temp.catalog_differences('updated', 'installed');
 SELECT kind, count(*) FROM updated GROUP BY kind ORDER BY kind;
+
+--
+-- From 0.3.0, the last version released, its upgrade script alone gives
+-- the same.
+--
+DROP EXTENSION ratelimit;
+CREATE EXTENSION ratelimit VERSION '0.3.0';
+ALTER EXTENSION ratelimit UPDATE TO '0.4.0';
+CREATE TEMP TABLE updated_from_0_3 AS SELECT * FROM extension_catalog;
+SELECT * FROM pg_temp.catalog_differences('updated_from_0_3', 'installed');
+DROP EXTENSION ratelimit;
+CREATE EXTENSION ratelimit;
+
+--
+-- The same of the portable limiter, installed as managed services let it
+-- be: by a role that is not a superuser, which the trusted extension's
+-- tables and SECURITY DEFINER routines belong to (test/cluster/
+-- portable_install.sh).  The upgrade is run by a superuser.
+--
+CREATE ROLE ratelimit_upgrade_owner NOLOGIN;
+GRANT CREATE ON DATABASE contrib_regression TO ratelimit_upgrade_owner;
+SET ROLE ratelimit_upgrade_owner;
+CREATE SCHEMA portable_upgrade;
+CREATE EXTENSION ratelimit_portable SCHEMA portable_upgrade VERSION '0.3.0';
+SELECT name, burst FROM portable_upgrade.rate_limit_define('kept', 1, '1 minute', 3);
+RESET ROLE;
+ALTER EXTENSION ratelimit_portable UPDATE TO '0.4.0';
+SELECT extversion FROM pg_extension WHERE extname = 'ratelimit_portable';
+SET upgrade.extension = 'ratelimit_portable';
+CREATE TEMP TABLE portable_updated AS SELECT * FROM extension_catalog;
+-- The policy survives, and the upgraded functions work for their owner.
+SET ROLE ratelimit_upgrade_owner;
+SELECT name, rate, burst FROM portable_upgrade.rate_limit_policies;
+SELECT name, burst FROM portable_upgrade.rate_limit_define('kept', 1, '1 minute', 4);
+SELECT allowed, remaining FROM portable_upgrade.rate_limit_take('kept', 'k');
+SELECT h.* FROM portable_upgrade.rate_limit_check('kept', 'k') AS d,
+                LATERAL portable_upgrade.rate_limit_headers(d, 'kept') AS h;
+SELECT portable_upgrade.rate_limit_drop('kept');
+DROP EXTENSION ratelimit_portable;
+CREATE EXTENSION ratelimit_portable SCHEMA portable_upgrade;
+RESET ROLE;
+SELECT extversion FROM pg_extension WHERE extname = 'ratelimit_portable';
+CREATE TEMP TABLE portable_installed AS SELECT * FROM extension_catalog;
+SELECT * FROM pg_temp.catalog_differences('portable_updated', 'portable_installed');
+SELECT kind, count(*) FROM portable_updated GROUP BY kind ORDER BY kind;
+DROP EXTENSION ratelimit_portable;
+DROP SCHEMA portable_upgrade;
+REVOKE CREATE ON DATABASE contrib_regression FROM ratelimit_upgrade_owner;
+DROP ROLE ratelimit_upgrade_owner;
+RESET upgrade.extension;
