@@ -6,7 +6,8 @@
 -- it on every partition.  :rl_define_params is the list as CREATE FUNCTION
 -- takes it; :rl_define_types the argument types that name the function in
 -- COMMENT, REVOKE and regprocedure (an install fails where the two
--- disagree).
+-- disagree; test/cluster/signatures.sh compares what the three
+-- installs make of them).
 --
 --   name         text                          the policy's name
 --   rate         float8                        tokens refilled per period
