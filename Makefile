@@ -43,9 +43,24 @@ NATIVE_SOURCES = sql/names.sql $(SQL_SOURCES)
 PORTABLE_SOURCES = $(filter-out portable/ratelimit_portable--%,$(wildcard portable/*.sql)) $(SQL_SOURCES)
 PGFILEDESC = "ratelimit - transactional rate limiter"
 
-# Regression inputs live in test/sql, expected output in ./expected.  No test
-# may be named like a file in ./sql: pg_regress looks there first.
-REGRESS = $(filter-out portable_setup portable_reinstall portable_maintenance,$(patsubst test/sql/%.sql,%,$(sort $(wildcard test/sql/*.sql))))
+# Regression tests live by what they cover, each directory of test/sql with
+# its expected output in the same directory of expected/:
+#   contract/  the API as every limiter gives it: run against the native
+#              extension's table engine (installcheck), the portable limiter
+#              (installcheck-portable) and the memory engine (installcheck-memory)
+#   native/    the native extension alone: its C module, GUCs, shared memory,
+#              catalog and upgrades, and the portable limiter compared with it
+#   portable/  the portable limiter's own, in its run
+#   memory/    the memory engine's run's own
+# A run takes its tests in the order of their names, whichever directory
+# holds them (a name is in one directory only).
+regress_tests = $(patsubst test/sql/%.sql,%,$(wildcard $(foreach d,$(1),test/sql/$(d)/*.sql)))
+by_name = $(foreach n,$(sort $(notdir $(1))),$(filter %/$(n),$(1)))
+REGRESS_DIRS = contract native portable memory
+REGRESS = $(call by_name,$(call regress_tests,contract native))
+# pg_regress writes results/<directory>/<name>.out, in directories it does
+# not make.
+REGRESS_PREP = regress-results
 REGRESS_OPTS = --inputdir=test --load-extension=$(EXTENSION)
 # memory_escrow needs the library preloaded: test/cluster/memory.sh runs it.
 ISOLATION = $(filter-out memory_escrow,$(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec))))
@@ -86,30 +101,36 @@ $(PORTABLE_SCRIPT): portable/ratelimit.sql $(PORTABLE_SOURCES)
 $(PORTABLE_UPGRADES): portable/ratelimit_portable--%: portable/update--% $(PORTABLE_SOURCES)
 	scripts/sql-script --upgrade $< rl_schema=@extschema@ > $@.tmp && mv $@.tmp $@
 
-# --- the shared regression suite against the portable limiter ---
+regress-results:
+	mkdir -p $(addprefix results/,$(REGRESS_DIRS))
+
+# --- the contract against the portable limiter and the memory engine ---
+# overlaid_run RUN TESTS [OPTIONS]: the tests into output_RUN, with the
+# expected output of expected/ but where expected/RUN/contract/ has a file
+# of the same name: the documented differences of RUN (see the README
+# there).  hostile_schema, which reinstalls the native extension so that
+# the tests after it start afresh, has RUN/RUN_reinstall in its place.
+overlaid_run = rm -rf output_$(1) && mkdir -p output_$(1)/input $(addprefix output_$(1)/results/,$(REGRESS_DIRS)) && \
+	ln -s $(CURDIR)/test/sql output_$(1)/input/sql && cp -R expected output_$(1)/input/expected && \
+	if [ -d expected/$(1)/contract ]; then cp expected/$(1)/contract/*.out output_$(1)/input/expected/contract/; fi && \
+	$(pg_regress_installcheck) --inputdir=output_$(1)/input --outputdir=output_$(1) $(3) \
+		$(2) $(patsubst native/hostile_schema,$(1)/$(1)_reinstall,$(filter contract/% native/hostile_schema,$(REGRESS)))
+
 # The extension ratelimit_portable in place of ratelimit: portable_setup
-# (which creates it) first, then every test of the contract.  NATIVE_ONLY tests are of what the
-# portable limiter does not have (the C module, its GUCs and shared memory,
-# upgrades of the native scripts) or the algebra compared against itself;
-# portable_reinstall takes the place of hostile_schema, which reinstalls the
-# native extension.
-# Expected output is shared; test/portable/expected holds the files of
-# documented differences, laid over it.
-NATIVE_ONLY = portable_setup portable_reinstall portable_maintenance portable_core portable_api install upgrade old_signatures \
-	table_shape schema_ratelimit stats logged_state fixed_clock_grant policy_lookup result_types \
-	state_guard parallel legacy_shapes memory
-PORTABLE_OUTPUT = output_portable
+# (which creates it) and portable_maintenance first.  psql runs without
+# CONTEXT lines: the portable limiter's errors are raised in PL/pgSQL.
 installcheck-portable: $(PORTABLE_SCRIPT)
-	rm -rf $(PORTABLE_OUTPUT) && mkdir -p $(PORTABLE_OUTPUT)/input/expected
-	ln -s $(CURDIR)/test/sql $(PORTABLE_OUTPUT)/input/sql
-	cp expected/*.out $(PORTABLE_OUTPUT)/input/expected/
-	cp test/portable/expected/*.out $(PORTABLE_OUTPUT)/input/expected/ 2>/dev/null || true
-	$(pg_regress_installcheck) --inputdir=$(PORTABLE_OUTPUT)/input --outputdir=$(PORTABLE_OUTPUT) \
-		--launcher=$(CURDIR)/test/portable/psql-launcher \
-		portable_setup portable_maintenance $(patsubst hostile_schema,portable_reinstall,$(filter-out $(NATIVE_ONLY),$(REGRESS)))
+	$(call overlaid_run,portable,portable/portable_setup portable/portable_maintenance,\
+		--launcher=$(CURDIR)/test/portable/psql-launcher)
+
+# Every policy's buckets in the memory engine where it can hold them:
+# memory_setup first.  Before PostgreSQL 17 the server must preload the
+# library (test/cluster/memory.sh runs this on such a server).
+installcheck-memory:
+	$(call overlaid_run,memory,memory/memory_setup,--load-extension=$(EXTENSION))
 
 # Tests of what older servers lack: GRANT SET ON PARAMETER is 15's.
-REGRESS_SINCE_15 = fixed_clock_grant
+REGRESS_SINCE_15 = native/fixed_clock_grant
 ifeq ($(shell test $(MAJORVERSION) -lt 15 && echo older),older)
 REGRESS := $(filter-out $(REGRESS_SINCE_15),$(REGRESS))
 endif
@@ -169,6 +190,6 @@ bench:
 test:
 	scripts/test
 
-EXTRA_CLEAN = $(UNIT_BIN) $(LOAD_BIN) output_iso output_portable
+EXTRA_CLEAN = $(UNIT_BIN) $(LOAD_BIN) output_iso output_portable output_memory
 
-.PHONY: unit load isolationcheck installcheck-portable dist demo test bench
+.PHONY: unit load isolationcheck installcheck-portable installcheck-memory regress-results dist demo test bench

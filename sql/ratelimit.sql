@@ -6,8 +6,8 @@
 -- with this extension are written once, in sql/src/ (see sql/src/README).
 -- The scripts of released versions never change; the upgrade script to the
 -- current version is made from sql/update--<from>--<version>.sql by
--- scripts/sql-script --upgrade (test/sql/upgrade.sql compares an upgraded
--- install with a fresh one).
+-- scripts/sql-script --upgrade (test/sql/native/upgrade.sql compares an
+-- upgraded install with a fresh one).
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 --extension: \echo Use "CREATE EXTENSION ratelimit" to load this file. \quit

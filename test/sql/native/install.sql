@@ -35,9 +35,9 @@ SELECT allowed, remaining FROM app.rate_limit_take('install', 'k', 1, 0, 1);
 DROP EXTENSION ratelimit;
 DROP SCHEMA app;
 -- The state schema is the extension's own, unless the extension goes into a
--- schema named ratelimit (test/sql/schema_ratelimit.sql): installing
--- anywhere else while one exists is refused rather than mixing the user's
--- objects with ours.
+-- schema named ratelimit (native/schema_ratelimit.sql): installing anywhere
+-- else while one exists is refused rather than mixing the user's objects
+-- with ours.
 CREATE SCHEMA ratelimit;
 CREATE SCHEMA app;
 -- (From 18 the error also quotes the install script: the context is hidden.)

@@ -2,9 +2,9 @@
 -- The memory engine: policies defined with storage => 'memory'.  Before
 -- PostgreSQL 17 it needs the library in shared_preload_libraries, which the
 -- suite's server does not load: rate_limit_define refuses such a policy,
--- and the test ends there (expected/memory_1.out).  From 17 it runs
+-- and the test ends there (expected/native/memory_1.out).  From 17 it runs
 -- without it, and test/cluster/memory.sh runs it with the library
--- preloaded on every version (expected/memory.out).
+-- preloaded on every version (expected/native/memory.out).
 --
 \set SHOW_CONTEXT never
 SET ratelimit.fixed_clock = 2000000000;

@@ -7,7 +7,7 @@
 DROP SCHEMA ratelimit CASCADE;
 DROP EXTENSION ratelimit_portable;
 \set ECHO none
-\i test/sql/portable_setup.sql
+\i test/sql/portable/portable_setup.sql
 \set ECHO all
 SELECT count(*) AS policies FROM ratelimit.policies;
 SELECT count(*) AS buckets FROM ratelimit.buckets;

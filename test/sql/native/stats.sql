@@ -1,8 +1,8 @@
 --
 -- Counters of takes per limit.  Before PostgreSQL 17 they need the library
 -- in shared_preload_libraries, which the suite's server does not load:
--- every read says so, and takes go on uncounted (expected/stats.out).  From
--- 17 they count without it (expected/stats_1.out).  test/cluster/stats.sh
+-- every read says so, and takes go on uncounted (expected/native/stats.out).
+-- From 17 they count without it (stats_1.out).  test/cluster/stats.sh
 -- counts with the library preloaded.
 --
 \set SHOW_CONTEXT never
