@@ -7,6 +7,8 @@
  */
 #include "pg/engine.hpp"
 
+#include "core/operation.hpp"
+
 namespace ratelimit::pg {
 
 const BucketEngine *
@@ -19,40 +21,49 @@ EngineNamed(const char *storage, int bytes)
 	return NULL;
 }
 
+namespace {
+
+/* `limit` with the start balance `has_initial` and `initial` give a new
+ * key, as the core keeps it. */
+core::Limit
+StartingWith(const core::Limit &limit, bool has_initial, double initial)
+{
+	core::Limit starting = limit;
+	starting.has_initial = has_initial;
+	starting.initial = initial;
+	return starting;
+}
+
+} /* namespace */
+
 bool
 StartsBelowFull(const Operation &operation, const core::Limit &limit)
 {
-	return operation.has_initial && operation.initial < limit.burst;
+	return core::StartsBelowFull(StartingWith(limit, operation.has_initial, operation.initial));
 }
 
 core::Bucket
 NewBucket(const core::Limit &limit, bool has_initial, double initial, TimestampTz now)
 {
-	core::Bucket fresh = core::FullBucket(limit, now);
-	if (has_initial)
-		fresh.tokens = initial;
-	return fresh;
+	return core::NewBucket(StartingWith(limit, has_initial, initial), now);
 }
+
+/* Operation's kinds are the core's, in its order. */
+static_assert(Operation::kCheck == static_cast<int>(core::Operation::kCheck) &&
+                  Operation::kTake == static_cast<int>(core::Operation::kTake) &&
+                  Operation::kRefund == static_cast<int>(core::Operation::kRefund) &&
+                  Operation::kPeek == static_cast<int>(core::Operation::kPeek) &&
+                  Operation::kRecordNew == static_cast<int>(core::Operation::kRecordNew) &&
+                  Operation::kPenalize == static_cast<int>(core::Operation::kPenalize),
+              "Operation::Kind and core::Operation::Kind differ");
 
 core::Decision
 Evaluate(const Operation &operation, const core::Bucket &bucket, const core::Limit &limit,
          TimestampTz now)
 {
-	if (operation.kind == Operation::kRefund)
-		return core::Refund(bucket, limit, operation.amount, now);
-	if (operation.kind == Operation::kRecordNew)
-		return core::Decide(bucket, limit, core::Request::Plain(0.0), now);
-	if (operation.kind == Operation::kPenalize) {
-		/* The call as a whole was denied: a take that would now be granted
-		 * takes nothing and starts no box. */
-		core::Decision decision = core::Decide(bucket, limit, operation.request, now);
-		if (decision.allowed) {
-			decision.allowed = false;
-			decision.write = false;
-		}
-		return decision;
-	}
-	return core::Decide(bucket, limit, operation.request, now);
+	const core::Operation call{static_cast<core::Operation::Kind>(operation.kind),
+	                           operation.request, operation.amount};
+	return core::Apply(call, bucket, limit, now);
 }
 
 } /* namespace ratelimit::pg */
