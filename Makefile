@@ -7,6 +7,7 @@ EXTVERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION).
 
 MODULE_big = ratelimit
 OBJS = \
+	src/core/escrow.o \
 	src/core/operation.o \
 	src/core/shards.o \
 	src/core/token_bucket.o \
