@@ -1192,7 +1192,7 @@ KeepIfReplaced(MemoryTable *table, text *name, text *key, const core::Limit &lim
 	if (!FindPolicy(name, &policy) || policy.engine != &kMemoryEngine)
 		return;
 	const core::Limit now = PolicyLimit(policy, name, key);
-	if (SameLimit(now, limit) && (policy.has_initial ? policy.initial : now.burst) == start_tokens)
+	if (SameLimit(now, limit) && core::StartTokens(now) == start_tokens)
 		return;
 	Set *s = &table->set[set];
 	SpinLockAcquire(&s->mutex);
@@ -1259,12 +1259,11 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	int way = FindWay(table, id);
 	Slot *slot = way >= 0 ? &set->slots[way] : NULL;
 	const bool is_new = slot == NULL || slot->absent;
-	const bool starts_below_full = StartsBelowFull(operation, limit);
-	const double start_tokens = operation.has_initial ? operation.initial : limit.burst;
+	const bool starts_below_full = core::StartsBelowFull(limit);
+	const double start_tokens = core::StartTokens(limit);
 	const double pending = slot != NULL ? slot->pending : 0.0;
 	const core::Bucket committed =
-	    slot != NULL ? Committed(*slot, limit, start_tokens, now)
-	                 : NewBucket(limit, operation.has_initial, operation.initial, now);
+	    slot != NULL ? Committed(*slot, limit, start_tokens, now) : core::NewBucket(limit, now);
 	core::Bucket seen = Spent(committed, pending, limit, now);
 	/* A policy changed while open transactions hold the slot: their takes
 	 * were decided under the limit before, and the table engine would make
@@ -1281,7 +1280,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 		    Available(*slot, slot->prior_limit, slot->prior_start_tokens, now);
 		seen.tokens = Min(seen.tokens, before.tokens);
 	}
-	const core::Decision decision = Evaluate(operation, seen, limit, now);
+	const core::Decision decision = core::Apply(operation, seen, limit, now);
 
 	const bool take =
 	    operation.kind == Operation::kTake && decision.allowed && operation.request.cost > 0.0;
@@ -1418,7 +1417,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 core::Decision
 MemoryTake(const BucketTake &take, Operation::Kind kind, const core::Request &request)
 {
-	Operation operation{kind, request, 0.0, take.has_initial, take.initial};
+	Operation operation{kind, request, 0.0};
 	return DecideMemoryBucket(take.name, take.key, take.limit, operation);
 }
 
