@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "check.hpp"
 #include "no_postgres.hpp"
 
 namespace ratelimit::core {
@@ -77,21 +78,21 @@ KeepLimitBefore(EscrowState &state) noexcept
 	state.limit_epoch++;
 }
 
-/* A record of `state` under `limit` at `now_us`, holding it. */
+/* A record of `state` at `now_us`, holding it. */
 EscrowRecord
-Hold(EscrowState &state, const Limit &limit, std::int64_t now_us) noexcept
+Hold(EscrowState &state, std::int64_t now_us) noexcept
 {
 	EscrowRecord record{};
-	record.limit = limit;
 	record.at_us = now_us;
 	record.limit_epoch = state.limit_epoch;
 	state.holds++;
 	return record;
 }
 
-/* At commit: the take or refund of `record` leaves the committed bucket. */
+/* At commit: the take or refund of `record`, decided under `limit`, leaves
+ * the committed bucket. */
 void
-CommitTakeOrRefund(EscrowState &state, const EscrowRecord &record) noexcept
+CommitTakeOrRefund(EscrowState &state, const EscrowRecord &record, const Limit &limit) noexcept
 {
 	if (record.exact && state.version == record.version_after && !state.absent) {
 		/* Decided on the committed bucket, which nothing has changed since:
@@ -101,10 +102,10 @@ CommitTakeOrRefund(EscrowState &state, const EscrowRecord &record) noexcept
 		/* Taken from the bucket as it was then, refilled no further than then
 		 * (a later stamp stays: refill is never counted twice); refill it
 		 * could not hold since is not credited. */
-		Bucket bucket = Committed(state, record.limit, record.at_us);
+		Bucket bucket = Committed(state, limit, record.at_us);
 		if (bucket.stamp_us < record.at_us) {
 			const Bucket from = bucket;
-			bucket = Refill(from, record.limit, record.at_us);
+			bucket = Refill(from, limit, record.at_us);
 			/* Takes decided under the limit before are still open: no more
 			 * refill than it gives either. */
 			if (state.prior_holds > 0)
@@ -115,7 +116,7 @@ CommitTakeOrRefund(EscrowState &state, const EscrowRecord &record) noexcept
 			bucket.tokens -= record.amount;
 		if (record.refunds && record.amount > 0.0) {
 			const std::int64_t at = record.at_us > bucket.stamp_us ? record.at_us : bucket.stamp_us;
-			bucket = Refund(bucket, record.limit, record.amount, at).next;
+			bucket = Refund(bucket, limit, record.amount, at).next;
 		}
 		state.bucket = bucket;
 	}
@@ -124,6 +125,63 @@ CommitTakeOrRefund(EscrowState &state, const EscrowRecord &record) noexcept
 	state.unsettled = false;
 	state.version++;
 	state.commits++;
+}
+
+/* Finish, but for its checks. */
+EscrowEnd
+FinishHeld(EscrowState &state, const EscrowRecord &record, const Limit &limit, bool commit) noexcept
+{
+	EscrowEnd end{};
+	state.holds--;
+	if (record.limit_epoch != state.limit_epoch && state.prior_holds > 0)
+		state.prior_holds--;
+	state.provisional -= record.provisional;
+	if (state.provisional == 0)
+		state.unsettled = false;
+	if (record.takes)
+		state.pending -= record.amount;
+	if (state.holds == 0)
+		state.pending = 0.0; /* no rounding left behind */
+	if (commit) {
+		if (record.takes || record.refunds)
+			CommitTakeOrRefund(state, record, limit);
+		if (record.boxed) {
+			/* Decided on the committed bucket, which nothing has changed
+			 * since: refilled to the denial, as the table stores it. */
+			if (record.exact && state.version == record.version_after && !state.absent) {
+				state.bucket = record.next;
+				state.version++;
+			}
+			/* A committed box settles the key as stored with it, and
+			 * outlives the abort of whoever stored the key first. */
+			state.unsettled = false;
+			state.commits++;
+		}
+		if (record.reset) {
+			state.absent = true;
+			state.version++;
+		}
+		return end;
+	}
+	/* Its call judged the state by its limit, which may be one that never
+	 * commits (a definition its own transaction wrote): unless a call has
+	 * judged it since, the bucket must outlive it until one does. */
+	end.keep = record.relimits && state.limit_epoch == record.limit_epoch;
+	if (record.boxed && state.bucket.blocked_until_us == record.next.blocked_until_us) {
+		state.bucket.blocked_until_us = record.prior_blocked_us;
+		state.version++;
+	}
+	/* A bucket this transaction stored new, that no commit has touched
+	 * since, goes again: freed, or forgotten while others hold it. */
+	if (record.created && state.commits == record.commits_at) {
+		if (state.holds == 0) {
+			end.forget = true;
+		} else if (!state.absent) {
+			state.absent = true;
+			state.version++;
+		}
+	}
+	return end;
 }
 
 } /* namespace */
@@ -152,6 +210,7 @@ EscrowStep
 Decide(EscrowState &state, const Operation &operation, const Limit &limit,
        std::int64_t now_us) noexcept
 {
+	RL_CORE_ASSERT(InvariantsHold(state));
 	const bool is_new = state.absent;
 	const bool starts_below_full = StartsBelowFull(limit);
 	const double pending = state.pending;
@@ -191,7 +250,7 @@ Decide(EscrowState &state, const Operation &operation, const Limit &limit,
 		KeepLimitBefore(state);
 	state.limit = limit;
 	EscrowRecord &record = step.record;
-	record = Hold(state, limit, now_us);
+	record = Hold(state, now_us);
 	/* A first sighting, a key reset before, or a penalty box is stored now
 	 * (a box only ever on a denial, so with nothing pending of its own); a
 	 * take or refund waits for its commit.  A box is stored on the committed
@@ -230,71 +289,27 @@ Decide(EscrowState &state, const Operation &operation, const Limit &limit,
 		state.unsettled = true;
 	}
 	record.version_after = state.version;
+	RL_CORE_ASSERT(!boxed || (!take && !refund)); /* `amount` is the box before */
+	RL_CORE_ASSERT(InvariantsHold(state));
 	return step;
 }
 
 EscrowRecord
 RecordReset(EscrowState &state) noexcept
 {
-	EscrowRecord record = Hold(state, state.limit, 0);
+	RL_CORE_ASSERT(!state.absent);
+	EscrowRecord record = Hold(state, 0);
 	record.reset = true;
 	record.version_after = state.version;
 	return record;
 }
 
 EscrowEnd
-Finish(EscrowState &state, const EscrowRecord &record, bool commit) noexcept
+Finish(EscrowState &state, const EscrowRecord &record, const Limit &limit, bool commit) noexcept
 {
-	EscrowEnd end{};
-	state.holds--;
-	if (record.limit_epoch != state.limit_epoch && state.prior_holds > 0)
-		state.prior_holds--;
-	state.provisional -= record.provisional;
-	if (state.provisional == 0)
-		state.unsettled = false;
-	if (record.takes)
-		state.pending -= record.amount;
-	if (state.holds == 0)
-		state.pending = 0.0; /* no rounding left behind */
-	if (commit) {
-		if (record.takes || record.refunds)
-			CommitTakeOrRefund(state, record);
-		if (record.boxed) {
-			/* Decided on the committed bucket, which nothing has changed
-			 * since: refilled to the denial, as the table stores it. */
-			if (record.exact && state.version == record.version_after && !state.absent) {
-				state.bucket = record.next;
-				state.version++;
-			}
-			/* A committed box settles the key as stored with it, and
-			 * outlives the abort of whoever stored the key first. */
-			state.unsettled = false;
-			state.commits++;
-		}
-		if (record.reset) {
-			state.absent = true;
-			state.version++;
-		}
-		return end;
-	}
-	/* Its call judged the state by its limit, which may be one that never
-	 * commits (a definition its own transaction wrote): unless a call has
-	 * judged it since, the bucket must outlive it until one does. */
-	end.keep = record.relimits && state.limit_epoch == record.limit_epoch;
-	if (record.boxed && state.bucket.blocked_until_us == record.next.blocked_until_us) {
-		state.bucket.blocked_until_us = record.prior_blocked_us;
-		state.version++;
-	}
-	/* A bucket this transaction stored new, that no commit has touched
-	 * since, goes again: freed, or forgotten while others hold it. */
-	if (record.created && state.commits == record.commits_at) {
-		if (state.holds == 0) {
-			end.forget = true;
-		} else if (!state.absent) {
-			state.absent = true;
-			state.version++;
-		}
-	}
+	RL_CORE_ASSERT(state.holds > 0);
+	const EscrowEnd end = FinishHeld(state, record, limit, commit);
+	RL_CORE_ASSERT(InvariantsHold(state));
 	return end;
 }
 

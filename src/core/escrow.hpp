@@ -82,28 +82,34 @@ struct EscrowState {
 };
 
 /* What an open transaction did to a state: to finish at its commit, or to
- * undo at its abort (or its subtransaction's). */
+ * undo at its abort (or its subtransaction's), with the limit it was
+ * decided under, which the caller keeps (one transaction's records mostly
+ * share one).  64 bytes: a transaction may keep millions. */
 struct EscrowRecord {
-	Limit limit;                   /* the limit it was decided under */
-	Bucket next;                   /* the bucket its call decided, as the table stores it */
-	std::int64_t at_us;            /* when it was decided */
-	double amount;                 /* takes: the cost; refunds: the tokens refunded (maybe 0) */
-	std::int64_t prior_blocked_us; /* boxed: the box it replaced */
-	std::uint64_t version_after;   /* the state's version once it was recorded */
-	std::uint32_t limit_epoch;     /* the state's limit_epoch then */
-	std::uint32_t commits_at;      /* the state's commits then */
-	bool takes;                    /* a take of `amount`, pending until it commits */
-	bool refunds;                  /* a refund of `amount`, applied when it commits */
-	bool exact;                    /* nothing else was pending: at commit, `next` is the bucket
-	                                  if nothing committed since */
-	bool reset;                    /* a reset, applied when it commits */
-	bool created;                  /* the key was stored new: forgotten at abort if no commit
-	                                  touched it since */
-	bool provisional;              /* a first sighting below full, not yet the key's */
-	bool boxed;                    /* a penalty box was started (until next.blocked_until_us):
-	                                  lifted at abort if still in place */
-	bool relimits;                 /* the call judged the state by another limit than before */
+	Bucket next;        /* the bucket its call decided, as the table stores it */
+	std::int64_t at_us; /* when it was decided */
+	union {
+		double amount;                 /* takes: the cost; refunds: the tokens refunded
+		                                  (maybe 0) */
+		std::int64_t prior_blocked_us; /* boxed: the box it replaced */
+	};
+	std::uint64_t version_after; /* the state's version once it was recorded */
+	std::uint32_t limit_epoch;   /* the state's limit_epoch then */
+	std::uint32_t commits_at;    /* the state's commits then */
+	bool takes : 1;              /* a take of `amount`, pending until it commits */
+	bool refunds : 1;            /* a refund of `amount`, applied when it commits */
+	bool exact : 1;              /* nothing else was pending: at commit, `next` is the
+	                                bucket if nothing committed since */
+	bool reset : 1;              /* a reset, applied when it commits */
+	bool created : 1;            /* the key was stored new: forgotten at abort if no commit
+	                                touched it since */
+	bool provisional : 1;        /* a first sighting below full, not yet the key's */
+	bool boxed : 1;              /* a penalty box was started (until next.blocked_until_us):
+	                                lifted at abort if still in place */
+	bool relimits : 1;           /* the call judged the state by another limit than before */
 };
+
+static_assert(sizeof(EscrowRecord) <= 64, "an escrow record takes 64 bytes");
 
 /* A call's answer, and what its transaction keeps. */
 struct EscrowStep {
@@ -134,21 +140,23 @@ EscrowState SettledEscrow(const Bucket &bucket, const Limit &limit) noexcept;
  * when it must be: a take granted with a cost, a refund that writes, a
  * penalty box started, or the first sighting of a key that starts below full
  * (by any operation but a check or a peek).  `state` changes only when the
- * step is recorded; the caller then keeps the record until the
- * transaction (or subtransaction) ends, and hands it to Finish.  Requires
+ * step is recorded; the caller then keeps the record, and `limit`, until the
+ * transaction (or subtransaction) ends, and hands them to Finish.  Requires
  * what Apply requires. */
 EscrowStep Decide(EscrowState &state, const Operation &operation, const Limit &limit,
                   std::int64_t now_us) noexcept;
 
 /* A reset of `state`, applied when its transaction commits; requires
- * !state.absent (a key absent is not reset).  The caller keeps the record. */
+ * !state.absent (a key absent is not reset).  The caller keeps the record,
+ * with state.limit as the limit it was decided under. */
 EscrowRecord RecordReset(EscrowState &state) noexcept;
 
-/* Finishes `record` on `state`, which the record's transaction holds: at
- * commit its take leaves the committed bucket and its refund or reset takes
- * effect; at abort whatever it changed is undone.  Records of one
- * transaction commit oldest first and abort newest first. */
-EscrowEnd Finish(EscrowState &state, const EscrowRecord &record, bool commit) noexcept;
+/* Finishes `record`, decided under `limit`, on `state`, which the record's
+ * transaction holds: at commit its take leaves the committed bucket and its
+ * refund or reset takes effect; at abort whatever it changed is undone.
+ * Records of one transaction commit oldest first and abort newest first. */
+EscrowEnd Finish(EscrowState &state, const EscrowRecord &record, const Limit &limit,
+                 bool commit) noexcept;
 
 /* Forgets the key at once (a reset of its whole limit): absent from now on,
  * its pending takes still counting.  True if nobody holds it: the engine may

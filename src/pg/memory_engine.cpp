@@ -13,7 +13,10 @@
  * shared_preload_libraries); without preloading, from PostgreSQL 17, a
  * named DSM segment of the default size, created on first use.
  *
- * Escrow accounting: a slot holds the bucket as committed transactions left
+ * Escrow accounting, whose arithmetic is the core's (src/core/escrow.hpp:
+ * this file finds the slot, hands its state to core::Decide and
+ * core::Finish under the set's spinlock, and keeps the records they
+ * return): a slot holds the bucket as committed transactions left
  * it and the sum of the costs of takes not yet committed (pending).  A take
  * decides on the committed bucket refilled to now, less what is pending, as
  * if the pending takes were spent, and adds its cost to pending.  Its
@@ -97,6 +100,7 @@ extern "C" {
 #include "storage/fd.h"
 }
 
+#include "core/escrow.hpp"
 #include "pg/bucket_keys.hpp"
 #include "pg/clock.hpp"
 #include "pg/errors.hpp"
@@ -117,33 +121,20 @@ constexpr int kTextBytes = kMaxNameBytes + kMaxKeyBytes;
 constexpr int kInlineBytes = 48;
 
 struct Slot {
+	/* What a lookup reads, together. */
 	bool used;
-	bool absent;    /* reset: the key counts as never seen (its pending takes stay) */
-	bool remembers; /* starts below full: forgetting it would change answers */
-	bool kept;      /* its policy was written since a call last judged it: not evicted
-	                   (nor left unsaved) until a call under another limit does */
-	bool unsettled; /* an open transaction stored the key new, starting below full,
-	                   and no commit has settled it since: the others see it as new
-	                   (under any penalty box stored meanwhile) */
+	bool kept; /* its policy was written since a call last judged it: not evicted
+	              (nor left unsaved) until a call under another limit does */
 	uint32 generation;
-	uint32 commits;    /* commits that changed the bucket */
-	uint64 kept_by;    /* the mark (KeptMark) that set `kept`, taken back if its writer aborts */
-	int64 holds;       /* undo records of open transactions */
-	int64 provisional; /* first sightings of open transactions: not yet the key's */
-	uint64 version;
 	uint64 hash;  /* picks the set */
 	uint64 check; /* a second, independent hash: with `hash`, the key's identity */
 	Oid database;
 	int name_bytes;
 	int key_bytes;
-	uint32 limit_epoch;             /* changes whenever `limit` or `start_tokens` does */
-	double start_tokens;            /* what the key starts with when it is new */
-	double pending;                 /* costs of takes not yet committed */
-	core::Limit limit;              /* as last used: whether it is full, how it refills */
-	int64 prior_holds;              /* holds from before the last change of limit */
-	core::Limit prior_limit;        /* the limit before that change */
-	double prior_start_tokens;      /* and what a new key started with under it */
-	core::Bucket bucket;            /* as committed */
+	uint64 kept_by;                 /* the mark (KeptMark) that set `kept`, taken back if its writer
+	                                   aborts */
+	core::EscrowState escrow;       /* the bucket, what is pending on it, the limits it is judged
+	                                   by, and the counters of open transactions' records */
 	char inline_text[kInlineBytes]; /* the name, then the key, if they fit */
 };
 
@@ -183,7 +174,6 @@ struct MemoryTable {
 constexpr const char *kSegmentName = "ratelimit_memory";
 constexpr const char *kSaveFile = "pg_stat/ratelimit_memory.stat";
 constexpr const char *kSaveTempFile = "pg_stat/ratelimit_memory.tmp";
-constexpr uint32 kSaveMagic = 0x524C4D35; /* "RLM5" */
 
 /* Settings. */
 int memory_buckets = 10000;
@@ -197,38 +187,20 @@ shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 /* What an open transaction did to a slot, to finish at commit or undo at
  * abort: 80 bytes, as one transaction may keep millions. */
 struct UndoRecord {
+	core::EscrowRecord escrow;
 	int32 set;
 	uint32 generation;
-	uint64 version_after; /* the committed state it left */
-	int64 terms;          /* in undo_terms: the limit it was decided under */
 	SubTransactionId subxact;
-	uint32 limit_epoch; /* the slot's limit_epoch then */
-	uint32 commits_at;  /* created: the slot's commits then */
 	uint8 way;
-	bool takes : 1;       /* a take of `amount`, pending until commit */
-	bool refunds : 1;     /* a refund of `amount` (maybe 0), applied at commit */
-	bool exact : 1;       /* nothing else was pending: at commit, `next` is the bucket */
-	bool reset : 1;       /* a reset, applied at commit */
-	bool created : 1;     /* the bucket was stored new: gone if no commit touched it since */
-	bool provisional : 1; /* a first sighting, that others must not earn from yet */
-	bool boxed : 1;       /* a penalty box started (until next.blocked_until_us): lifted
-	                         if the abort finds it unchanged */
-	bool relimits : 1;    /* the call judged the slot by another limit than before */
-	union {
-		double amount;          /* takes, refunds */
-		int64 prior_blocked_us; /* boxed: the box before */
-	};
-	core::Bucket next; /* the bucket the take or refund decided, as the table stores it */
-	TimestampTz at;    /* when it was decided */
 };
 
 static_assert(sizeof(UndoRecord) <= 80, "an undo record takes 80 bytes");
 
-/* The limit an undo record was decided under, and what a new key started
- * with then: kept once for a run of records that share them. */
+/* The limit the undo records from number `first` on (to the next terms)
+ * were decided under: kept once for a run of records that share it. */
 struct UndoTerms {
 	core::Limit limit;
-	double start_tokens;
+	int64 first;
 };
 
 /* A log of entries that grows in chunks of 2^shift entries, allocated in
@@ -343,20 +315,8 @@ InitTable(void *memory)
 		entry.database = InvalidOid;
 	for (int s = 0; s < table->sets; s++) {
 		SpinLockInit(&table->set[s].mutex);
-		for (int w = 0; w < kWays; w++) {
-			Slot &slot = table->set[s].slots[w];
-			slot.used = false;
-			slot.holds = 0;
-			slot.prior_holds = 0;
-			slot.limit_epoch = 0;
-			slot.kept = false;
-			slot.kept_by = 0;
-			slot.provisional = 0;
-			slot.unsettled = false;
-			slot.generation = 0;
-			slot.commits = 0;
-			slot.version = 0;
-		}
+		for (int w = 0; w < kWays; w++)
+			table->set[s].slots[w] = Slot{};
 	}
 }
 
@@ -389,12 +349,7 @@ SlotHash(uint64 seed, Oid database, const char *name, int name_bytes, const char
 bool
 Evictable(const Slot &slot, TimestampTz now)
 {
-	if (!slot.used)
-		return true;
-	if (slot.holds > 0)
-		return false;
-	return slot.absent ||
-	       (!slot.remembers && !slot.kept && core::IsFull(slot.bucket, slot.limit, now));
+	return !slot.used || core::Forgettable(slot.escrow, slot.kept, now);
 }
 
 /* The way of `set` for a new bucket: a free one, else one whose bucket can
@@ -462,13 +417,6 @@ RequireTable()
 	return table;
 }
 
-bool
-SameLimit(const core::Limit &a, const core::Limit &b)
-{
-	return a.rate == b.rate && a.burst == b.burst && a.window_us == b.window_us &&
-	       a.phase_us == b.phase_us && a.floor_rate == b.floor_rate && a.penalty_us == b.penalty_us;
-}
-
 /* Room for one more undo record and its terms, made before any slot
  * changes. */
 void
@@ -478,162 +426,60 @@ ReserveUndo()
 	LogReserve(undo_terms);
 }
 
-/* A new undo record for `way` of set `set`, decided under `limit` with
- * new keys starting at `start_tokens`, which the caller then fills; under
- * the set's spinlock, after ReserveUndo. */
-UndoRecord &
-PushUndo(MemoryTable *table, int set, int way, const core::Limit &limit, double start_tokens)
-{
-	Slot &slot = table->set[set].slots[way];
-	if (undo_terms.count == 0 || !SameLimit(LogAt(undo_terms, undo_terms.count - 1).limit, limit) ||
-	    LogAt(undo_terms, undo_terms.count - 1).start_tokens != start_tokens)
-		LogAt(undo_terms, undo_terms.count++) = UndoTerms{limit, start_tokens};
-	UndoRecord &record = LogAt(undo, undo.count++);
-	record = UndoRecord{};
-	record.set = set;
-	record.way = static_cast<uint8>(way);
-	record.generation = slot.generation;
-	record.limit_epoch = slot.limit_epoch;
-	record.subxact = GetCurrentSubTransactionId();
-	record.terms = undo_terms.count - 1;
-	slot.holds++;
-	return record;
-}
-
-/* The committed bucket of `slot` at `now`: new (starting with
- * `start_tokens` under `limit`) if it was reset, or if only an open
- * transaction has stored it new; a penalty box stored since, which holds
- * at once, stays. */
-core::Bucket
-Committed(const Slot &slot, const core::Limit &limit, double start_tokens, TimestampTz now)
-{
-	if (!slot.absent && !slot.unsettled)
-		return slot.bucket;
-	core::Bucket fresh = core::FullBucket(limit, now);
-	fresh.tokens = start_tokens;
-	if (!slot.absent)
-		fresh.blocked_until_us = slot.bucket.blocked_until_us;
-	return fresh;
-}
-
-/* `committed` with `pending` takes spent: refilled to now first when any
- * are pending (refill is counted on what is committed). */
-core::Bucket
-Spent(const core::Bucket &committed, double pending, const core::Limit &limit, TimestampTz now)
-{
-	if (pending <= 0.0)
-		return committed;
-	core::Bucket seen = core::Refill(committed, limit, now);
-	seen.tokens -= pending;
-	return seen;
-}
-
-/* What `slot` holds at `now` for a call under `limit` whose key would
- * start with `start_tokens`: its committed bucket, pending takes spent. */
-core::Bucket
-Available(const Slot &slot, const core::Limit &limit, double start_tokens, TimestampTz now)
-{
-	return Spent(Committed(slot, limit, start_tokens, now), slot.pending, limit, now);
-}
-
-/* Finishes `record`: at commit its take leaves the committed bucket and
- * its refund or reset takes effect; at abort whatever it changed is undone. */
+/* Keeps `record` of way `way` of set `set`, decided under `limit`, as the
+ * newest undo record; under the set's spinlock, after ReserveUndo. */
 void
-FinishRecord(const UndoRecord &record, bool commit)
+PushUndo(MemoryTable *table, int set, int way, const core::Limit &limit,
+         const core::EscrowRecord &record)
 {
-	const UndoTerms &terms = LogAt(undo_terms, record.terms);
+	if (undo_terms.count == 0 || LogAt(undo_terms, undo_terms.count - 1).limit != limit)
+		LogAt(undo_terms, undo_terms.count++) = UndoTerms{limit, undo.count};
+	UndoRecord &entry = LogAt(undo, undo.count++);
+	entry.escrow = record;
+	entry.set = set;
+	entry.way = static_cast<uint8>(way);
+	entry.generation = table->set[set].slots[way].generation;
+	entry.subxact = GetCurrentSubTransactionId();
+}
+
+/* The number of the terms of undo record number `record`. */
+int64
+TermsOf(int64 record)
+{
+	int64 low = 0;
+	int64 high = undo_terms.count - 1;
+	while (low < high) {
+		const int64 middle = (low + high + 1) / 2;
+		if (LogAt(undo_terms, middle).first <= record)
+			low = middle;
+		else
+			high = middle - 1;
+	}
+	return low;
+}
+
+/* Finishes undo record number `i`: at commit its take leaves the committed
+ * bucket and its refund or reset takes effect; at abort whatever it changed
+ * is undone. */
+void
+FinishRecord(int64 i, bool commit)
+{
+	const UndoRecord &record = LogAt(undo, i);
+	const core::Limit &limit = LogAt(undo_terms, TermsOf(i)).limit;
 	Set *set = &memory_table->set[record.set];
 	SpinLockAcquire(&set->mutex);
 	Slot &slot = set->slots[record.way];
 	if (slot.used && slot.generation == record.generation) {
-		slot.holds--;
-		if (record.limit_epoch != slot.limit_epoch && slot.prior_holds > 0)
-			slot.prior_holds--;
-		slot.provisional -= record.provisional;
-		if (slot.provisional == 0)
-			slot.unsettled = false;
-		if (record.takes)
-			slot.pending -= record.amount;
-		if (slot.holds == 0)
-			slot.pending = 0.0; /* no rounding left behind */
-		if (commit) {
-			if (record.takes || record.refunds) {
-				if (record.exact && slot.version == record.version_after && !slot.absent) {
-					/* Decided on the committed bucket, which nothing has
-					 * changed since: what it decided, as the table stores it. */
-					slot.bucket = record.next;
-				} else {
-					/* Taken from the bucket as it was then, refilled no
-					 * further than then (a later stamp stays: refill is never
-					 * counted twice); refill it could not hold since is not
-					 * credited. */
-					core::Bucket bucket =
-					    Committed(slot, terms.limit, terms.start_tokens, record.at);
-					if (bucket.stamp_us < record.at) {
-						const core::Bucket from = bucket;
-						bucket = core::Refill(from, terms.limit, record.at);
-						/* Takes decided under the definition before are still
-						 * open: no more refill than it gives either. */
-						if (slot.prior_holds > 0)
-							bucket.tokens =
-							    Min(bucket.tokens,
-							        core::Refill(from, slot.prior_limit, record.at).tokens);
-					}
-					if (record.takes)
-						bucket.tokens -= record.amount;
-					if (record.refunds && record.amount > 0.0)
-						bucket = core::Refund(bucket, terms.limit, record.amount,
-						                      Max(record.at, bucket.stamp_us))
-						             .next;
-					slot.bucket = bucket;
-				}
-				slot.absent = false;
-				/* Committed now, whatever sighting is still open. */
-				slot.unsettled = false;
-				slot.version++;
-				slot.commits++;
-			}
-			if (record.boxed) {
-				/* Decided on the committed bucket, which nothing has changed
-				 * since: refilled to the denial, as the table stores it. */
-				if (record.exact && slot.version == record.version_after && !slot.absent) {
-					slot.bucket = record.next;
-					slot.version++;
-				}
-				/* A committed box settles the key as stored with it, and
-				 * outlives the abort of whoever stored the key first. */
-				slot.unsettled = false;
-				slot.commits++;
-			}
-			if (record.reset) {
-				slot.absent = true;
-				slot.version++;
-			}
-		} else {
-			/* Its call judged the slot by its limit, which may be one that
-			 * never commits (a definition its own transaction wrote): unless
-			 * a call has judged it since, the slot is kept until one does,
-			 * or a purge. */
-			if (record.relimits && slot.limit_epoch == record.limit_epoch) {
-				slot.kept = true;
-				slot.kept_by = 0;
-			}
-			if (record.boxed && slot.bucket.blocked_until_us == record.next.blocked_until_us) {
-				slot.bucket.blocked_until_us = record.prior_blocked_us;
-				slot.version++;
-			}
-			/* A bucket this transaction stored new, that no commit has
-			 * touched since, goes again: freed, or forgotten while others
-			 * hold it. */
-			if (record.created && slot.commits == record.commits_at) {
-				if (slot.holds == 0) {
-					slot.used = false;
-				} else if (!slot.absent) {
-					slot.absent = true;
-					slot.version++;
-				}
-			}
+		const core::EscrowEnd end = core::Finish(slot.escrow, record.escrow, limit, commit);
+		/* Its call judged the slot by a limit that may never commit: kept
+		 * until a call judges it again, or a purge. */
+		if (end.keep) {
+			slot.kept = true;
+			slot.kept_by = 0;
 		}
+		if (end.forget)
+			slot.used = false;
+		Assert(core::InvariantsHold(slot.escrow));
 	}
 	SpinLockRelease(&set->mutex);
 }
@@ -644,7 +490,8 @@ void
 TruncateUndo(int64 first)
 {
 	undo.count = first;
-	undo_terms.count = first == 0 ? 0 : LogAt(undo, first - 1).terms + 1;
+	while (undo_terms.count > 0 && LogAt(undo_terms, undo_terms.count - 1).first >= first)
+		undo_terms.count--;
 }
 
 /* Undoes the undo records from number `first` on, newest first, and drops
@@ -653,7 +500,7 @@ void
 UndoSince(int64 first)
 {
 	for (int64 i = undo.count - 1; i >= first; i--)
-		FinishRecord(LogAt(undo, i), false);
+		FinishRecord(i, false);
 	TruncateUndo(first);
 }
 
@@ -667,7 +514,7 @@ EndUndo(bool commit, SubTransactionId subxact)
 		first--;
 	if (commit) {
 		for (int64 i = first; i < undo.count; i++)
-			FinishRecord(LogAt(undo, i), true);
+			FinishRecord(i, true);
 		TruncateUndo(first);
 	} else {
 		UndoSince(first);
@@ -904,7 +751,7 @@ ForEachSlotOf(MemoryTable *table, const char *name, int name_bytes, Visit visit)
 		SpinLockAcquire(&set->mutex);
 		for (int w = 0; w < kWays; w++) {
 			Slot &slot = set->slots[w];
-			if (slot.used && !slot.absent && slot.database == MyDatabaseId &&
+			if (slot.used && !slot.escrow.absent && slot.database == MyDatabaseId &&
 			    slot.name_bytes == name_bytes && memcmp(TextOf(table, s, w), name, name_bytes) == 0)
 				visit(slot);
 		}
@@ -954,13 +801,9 @@ StoredOf(const SlotCopy &copy, TimestampTz now)
 	StoredBucket row;
 	row.name = cstring_to_text_with_len(copy.text, copy.slot.name_bytes);
 	row.key = cstring_to_text_with_len(copy.text + copy.slot.name_bytes, copy.slot.key_bytes);
-	row.bucket = copy.slot.bucket;
-	if (copy.slot.pending > 0.0) {
-		row.bucket = core::Refill(copy.slot.bucket, copy.slot.limit, now);
-		row.bucket.tokens -= copy.slot.pending;
-	}
+	row.bucket = core::Listed(copy.slot.escrow, now);
 	const core::Decision look =
-	    core::Decide(row.bucket, copy.slot.limit, core::Request::Plain(0.0), now);
+	    core::Decide(row.bucket, copy.slot.escrow.limit, core::Request::Plain(0.0), now);
 	row.full_at = core::FullAtMicros(look, now);
 	return row;
 }
@@ -974,17 +817,33 @@ CompareStoredKeys(const void *a, const void *b)
 
 /* --- saving at a clean shutdown, loading at start ------------------------ */
 
+/* What the file holds of a bucket's limit: core::Limit's fields of the
+ * algebra, without the start balance (start_tokens). */
+struct SavedLimit {
+	double rate;
+	double burst;
+	int64 window_us;
+	int64 phase_us;
+	double floor_rate;
+	int64 penalty_us;
+};
+
 /* What the file holds of each bucket, before its name and key. */
 struct SavedBucket {
 	Oid database;
 	int name_bytes;
 	int key_bytes;
-	bool remembers;
+	bool remembers; /* its limit starts a new key below full */
 	bool kept;
-	double start_tokens;
-	core::Limit limit;
+	double start_tokens; /* what a new key starts with under its limit */
+	SavedLimit limit;
 	core::Bucket bucket;
 };
+
+/* The file's format: a layout that changes (the static_assert below fails)
+ * takes another magic number, so that an older file is not read. */
+constexpr uint32 kSaveMagic = 0x524C4D35; /* "RLM5" */
+static_assert(sizeof(SavedBucket) == 96, "the save file's layout changed: change kSaveMagic");
 
 /* The file's header: a layout that changes makes an older file unreadable. */
 struct SavedHeader {
@@ -995,11 +854,43 @@ struct SavedHeader {
 	uint64 seed; /* and its seed: a table of as many sets takes it again */
 };
 
+/* The saved form of `slot`'s bucket. */
+SavedBucket
+SavedOf(const Slot &slot)
+{
+	const core::Limit &limit = slot.escrow.limit;
+	SavedBucket saved{};
+	saved.database = slot.database;
+	saved.name_bytes = slot.name_bytes;
+	saved.key_bytes = slot.key_bytes;
+	saved.remembers = core::Remembered(slot.escrow);
+	saved.kept = slot.kept;
+	saved.start_tokens = core::StartTokens(limit);
+	saved.limit = SavedLimit{limit.rate,     limit.burst,      limit.window_us,
+	                         limit.phase_us, limit.floor_rate, limit.penalty_us};
+	saved.bucket = slot.escrow.bucket;
+	return saved;
+}
+
+/* The limit `saved` was judged by. */
+core::Limit
+LimitOf(const SavedBucket &saved)
+{
+	core::Limit limit{saved.limit.rate, saved.limit.burst};
+	limit.window_us = saved.limit.window_us;
+	limit.phase_us = saved.limit.phase_us;
+	limit.floor_rate = saved.limit.floor_rate;
+	limit.penalty_us = saved.limit.penalty_us;
+	limit.has_initial = true;
+	limit.initial = saved.start_tokens;
+	return limit;
+}
+
 /* Whether forgetting `slot` would change an answer. */
 bool
 WorthSaving(const Slot &slot, TimestampTz now)
 {
-	return slot.used && !slot.absent && !Evictable(slot, now);
+	return slot.used && !slot.escrow.absent && !Evictable(slot, now);
 }
 
 /* Whether the server's last shutdown was clean: the control file says so
@@ -1040,15 +931,7 @@ SaveBuckets(int code, Datum)
 			const Slot &slot = memory_table->set[s].slots[w];
 			if (!WorthSaving(slot, now))
 				continue;
-			SavedBucket saved{};
-			saved.database = slot.database;
-			saved.name_bytes = slot.name_bytes;
-			saved.key_bytes = slot.key_bytes;
-			saved.remembers = slot.remembers;
-			saved.kept = slot.kept;
-			saved.start_tokens = slot.start_tokens;
-			saved.limit = slot.limit;
-			saved.bucket = slot.bucket;
+			const SavedBucket saved = SavedOf(slot);
 			const char *text = TextOf(memory_table, s, w);
 			const size_t bytes = slot.name_bytes + slot.key_bytes;
 			COMP_CRC32C(crc, &saved, sizeof(saved));
@@ -1142,12 +1025,6 @@ LoadSavedBuckets(MemoryTable *table)
 			continue; /* a smaller table than before: no room */
 		Slot &slot = table->set[s].slots[way];
 		slot.used = true;
-		slot.absent = false;
-		slot.holds = 0;
-		slot.prior_holds = 0;
-		slot.provisional = 0;
-		slot.unsettled = false;
-		slot.remembers = saved.remembers;
 		slot.kept = saved.kept;
 		slot.kept_by = 0;
 		slot.hash = hash.hash;
@@ -1155,10 +1032,7 @@ LoadSavedBuckets(MemoryTable *table)
 		slot.database = saved.database;
 		slot.name_bytes = saved.name_bytes;
 		slot.key_bytes = saved.key_bytes;
-		slot.start_tokens = saved.start_tokens;
-		slot.pending = 0.0;
-		slot.limit = saved.limit;
-		slot.bucket = saved.bucket;
+		slot.escrow = core::SettledEscrow(saved.bucket, LimitOf(saved));
 		memcpy(TextOf(table, s, way), text, saved.name_bytes + saved.key_bytes);
 		loaded++;
 	}
@@ -1175,15 +1049,15 @@ LoadSavedBuckets(MemoryTable *table)
 }
 
 /* After a call stored bucket (name, key) new at way `way` of set `set`,
- * or judged it by another limit, under `limit` (new keys starting with
- * `start_tokens`), with no write of its policy open: if the policy now
+ * or judged it by another limit, under `limit`, with no write of its policy
+ * open: if the policy now
  * gives the key another limit, the call read it before a redefinition
  * committed whose writer has left the redefinitions since, and the bucket
  * is kept as that writer would have kept it.  The call's undo record holds
  * the slot meanwhile, so nothing evicts it before. */
 void
-KeepIfReplaced(MemoryTable *table, text *name, text *key, const core::Limit &limit,
-               double start_tokens, int set, int way, uint32 generation, uint32 limit_epoch)
+KeepIfReplaced(MemoryTable *table, text *name, text *key, const core::Limit &limit, int set,
+               int way, uint32 generation, uint32 limit_epoch)
 {
 	/* The writer left after sending its invalidation: this looks after
 	 * both. */
@@ -1191,13 +1065,12 @@ KeepIfReplaced(MemoryTable *table, text *name, text *key, const core::Limit &lim
 	Policy policy;
 	if (!FindPolicy(name, &policy) || policy.engine != &kMemoryEngine)
 		return;
-	const core::Limit now = PolicyLimit(policy, name, key);
-	if (SameLimit(now, limit) && core::StartTokens(now) == start_tokens)
+	if (PolicyLimit(policy, name, key) == limit)
 		return;
 	Set *s = &table->set[set];
 	SpinLockAcquire(&s->mutex);
 	Slot &slot = s->slots[way];
-	if (slot.used && slot.generation == generation && slot.limit_epoch == limit_epoch &&
+	if (slot.used && slot.generation == generation && slot.escrow.limit_epoch == limit_epoch &&
 	    !slot.kept) {
 		slot.kept = true;
 		slot.kept_by = 0;
@@ -1258,159 +1131,64 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	SpinLockAcquire(&set->mutex);
 	int way = FindWay(table, id);
 	Slot *slot = way >= 0 ? &set->slots[way] : NULL;
-	const bool is_new = slot == NULL || slot->absent;
-	const bool starts_below_full = core::StartsBelowFull(limit);
-	const double start_tokens = core::StartTokens(limit);
-	const double pending = slot != NULL ? slot->pending : 0.0;
-	const core::Bucket committed =
-	    slot != NULL ? Committed(*slot, limit, start_tokens, now) : core::NewBucket(limit, now);
-	core::Bucket seen = Spent(committed, pending, limit, now);
-	/* A policy changed while open transactions hold the slot: their takes
-	 * were decided under the limit before, and the table engine would make
-	 * this call wait for them.  Until they end, a call counts on no more
-	 * than each limit leaves. */
-	const bool changed =
-	    slot != NULL && (!SameLimit(slot->limit, limit) || slot->start_tokens != start_tokens);
-	if (changed && slot->holds > 0) {
-		const core::Bucket before = Available(*slot, slot->limit, slot->start_tokens, now);
-		seen.tokens = Min(seen.tokens, before.tokens);
-	}
-	if (slot != NULL && slot->prior_holds > 0) {
-		const core::Bucket before =
-		    Available(*slot, slot->prior_limit, slot->prior_start_tokens, now);
-		seen.tokens = Min(seen.tokens, before.tokens);
-	}
-	const core::Decision decision = core::Apply(operation, seen, limit, now);
-
-	const bool take =
-	    operation.kind == Operation::kTake && decision.allowed && operation.request.cost > 0.0;
-	/* A refund that changes nothing but the refill stamp is stored too, as
-	 * the table stores it, so that later refill counts from the same point. */
-	const bool refund = operation.kind == Operation::kRefund && decision.write;
-	const bool boxed = decision.next.blocked_until_us != seen.blocked_until_us;
-	/* Any call that writes stores a key never seen that starts below full,
-	 * as the table does (a refund of nothing included), so that it earns
-	 * from its first sighting. */
-	const bool sighting = is_new && starts_below_full;
-	if (operation.kind == Operation::kCheck || operation.kind == Operation::kPeek ||
-	    (!take && !refund && !boxed && !sighting)) {
+	/* A key not held is decided on as never seen, and stored only if the
+	 * call is recorded. */
+	core::EscrowState unseen;
+	core::EscrowState &state = slot != NULL ? slot->escrow : (unseen = core::UnseenEscrow(limit));
+	const core::EscrowStep step = core::Decide(state, operation, limit, now);
+	if (!step.recorded) {
 		SpinLockRelease(&set->mutex);
-		return decision;
+		return step.decision;
 	}
-	const bool created = slot == NULL;
-	if (created) {
+	const core::EscrowRecord &record = step.record;
+	if (slot == NULL) {
 		way = ClaimWay(set, now);
 		if (way < 0) {
 			SpinLockRelease(&set->mutex);
 			/* Only a grant needs the room; a denial is answered without
 			 * storing what it would have. */
-			if (take || refund)
+			if (record.takes || record.refunds)
 				ReportMemoryFull(table->capacity);
-			return decision;
+			return step.decision;
 		}
 		slot = &set->slots[way];
 		slot->used = true;
-		slot->holds = 0;
-		slot->prior_holds = 0;
 		slot->kept = false;
 		slot->kept_by = 0;
-		slot->provisional = 0;
-		slot->unsettled = false;
-		slot->pending = 0.0;
 		slot->generation++;
 		slot->hash = id.hash.hash;
 		slot->check = id.hash.check;
 		slot->database = MyDatabaseId;
 		slot->name_bytes = id.name_bytes;
 		slot->key_bytes = id.key_bytes;
+		slot->escrow = unseen;
 		char *text = TextOf(table, id.set, way);
 		memcpy(text, id.name, id.name_bytes);
 		memcpy(text + id.name_bytes, id.key, id.key_bytes);
 	}
-	/* The limit the slot is judged by from now on; the one before is kept
-	 * while takes decided under it are open. */
-	if (changed) {
-		if (slot->holds > 0) {
-			if (slot->prior_holds > 0) {
-				/* Takes from two definitions back are open too: until they
-				 * all end, count on no refill at all, and the lesser burst
-				 * and start of the two kept. */
-				slot->prior_limit =
-				    core::Limit{0.0, Min(slot->prior_limit.burst, slot->limit.burst)};
-				slot->prior_start_tokens = Min(slot->prior_start_tokens, slot->start_tokens);
-			} else {
-				slot->prior_limit = slot->limit;
-				slot->prior_start_tokens = slot->start_tokens;
-			}
-			slot->prior_holds = slot->holds;
-		}
-		slot->limit_epoch++;
+	if (record.relimits) {
 		slot->kept = false; /* judged under the new definition from now on */
 		slot->kept_by = 0;
 	}
-	slot->remembers = starts_below_full;
-	slot->start_tokens = start_tokens;
-	slot->limit = limit;
 	/* Stored new, or judged by another limit, while a write of its policy
 	 * is open: the call read the definition that write replaces (or the
 	 * write's own, which may never commit), so the bucket is kept as the
 	 * write keeps those it found. */
-	const bool judged = created || is_new || changed;
+	const bool judged = record.created || record.relimits;
 	uint64 mark;
 	const bool marked = judged && BeingRedefined(table, id.name, id.name_bytes, &mark);
 	if (marked && !slot->kept) {
 		slot->kept = true;
 		slot->kept_by = mark;
 	}
+	Assert(core::InvariantsHold(slot->escrow));
 	const uint32 generation = slot->generation;
-	const uint32 limit_epoch = slot->limit_epoch;
-	UndoRecord &record = PushUndo(table, id.set, way, limit, start_tokens);
-	/* A first sighting, a key reset before, or a penalty box is stored
-	 * now (a box only ever on a denial, so with nothing pending of its
-	 * own); a take or refund waits for its commit.  A box is stored on the
-	 * committed bucket as it is: the refill to now that the table stores
-	 * with it counts once it commits, so that an abort leaves nothing of
-	 * it behind. */
-	const int64 prior_blocked = committed.blocked_until_us;
-	if (is_new || boxed) {
-		slot->bucket = committed;
-		slot->absent = false;
-		slot->version++;
-	}
-	if (boxed) {
-		slot->bucket.blocked_until_us = decision.next.blocked_until_us;
-		record.boxed = true;
-		record.prior_blocked_us = prior_blocked;
-	}
-	if (take) {
-		slot->pending += operation.request.cost;
-		record.takes = true;
-		record.amount = operation.request.cost;
-	}
-	if (refund) {
-		record.refunds = true;
-		record.amount = decision.refunded;
-	}
-	Assert(!boxed || (!take && !refund)); /* `amount` is then the box before */
-	record.exact = pending == 0.0;
-	record.relimits = changed;
-	record.next = decision.next;
-	record.at = now;
-	record.created = created || is_new;
-	record.commits_at = slot->commits;
-	/* Stored new, starting below full (a first sighting, or a refund or a
-	 * box on a key never seen): the others must not earn from it before
-	 * it is committed. */
-	if (is_new && starts_below_full) {
-		record.provisional = true;
-		slot->provisional++;
-		slot->unsettled = true;
-	}
-	record.version_after = slot->version;
+	const uint32 limit_epoch = slot->escrow.limit_epoch;
+	PushUndo(table, id.set, way, limit, record);
 	SpinLockRelease(&set->mutex);
 	if (judged && !marked)
-		KeepIfReplaced(table, name, key, limit, start_tokens, id.set, way, generation, limit_epoch);
-	return decision;
+		KeepIfReplaced(table, name, key, limit, id.set, way, generation, limit_epoch);
+	return step.decision;
 }
 
 /* `kind` of takes[i]'s request on its memory bucket. */
@@ -1473,15 +1251,15 @@ ResetMemoryBucket(text *name, text *key)
 	Set *set = &table->set[id.set];
 	SpinLockAcquire(&set->mutex);
 	const int way = FindWay(table, id);
-	if (way < 0 || set->slots[way].absent) {
+	if (way < 0 || set->slots[way].escrow.absent) {
 		SpinLockRelease(&set->mutex);
 		return false;
 	}
 	/* Forgotten when this transaction commits. */
-	const Slot &slot = set->slots[way];
-	UndoRecord &record = PushUndo(table, id.set, way, slot.limit, slot.start_tokens);
-	record.reset = true;
-	record.version_after = set->slots[way].version;
+	Slot &slot = set->slots[way];
+	const core::EscrowRecord record = core::RecordReset(slot.escrow);
+	Assert(core::InvariantsHold(slot.escrow));
+	PushUndo(table, id.set, way, slot.escrow.limit, record);
 	SpinLockRelease(&set->mutex);
 	return true;
 }
@@ -1495,11 +1273,9 @@ ResetMemoryLimit(text *name)
 	ForEachSlotOf(RequireTable(), VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name), [&](Slot &slot) {
 		/* A bucket an open transaction holds stays, forgotten, until that
 		 * transaction ends; its pending takes still count. */
-		if (slot.holds > 0)
-			slot.absent = true;
-		else
+		if (core::Forget(slot.escrow))
 			slot.used = false;
-		slot.version++;
+		Assert(core::InvariantsHold(slot.escrow));
 		reset++;
 	});
 	return reset;
@@ -1565,7 +1341,7 @@ VisitMemoryBuckets(text *name, BucketVisitor visit, void *context)
 	for (int s = 0; s < table->sets; s++) {
 		const int copied = CopySlots(table, s, name, copies);
 		for (int i = 0; i < copied; i++) {
-			if (copies[i].slot.absent)
+			if (copies[i].slot.escrow.absent)
 				continue;
 			if (count == capacity) {
 				capacity *= 2;
@@ -1595,16 +1371,16 @@ PurgeMemoryBuckets(text *name, SweepFilter filter, void *context)
 		const int copied = CopySlots(table, s, name, copies);
 		for (int i = 0; i < copied; i++) {
 			const Slot &copy = copies[i].slot;
-			if (copy.holds > 0 || copy.remembers)
+			if (copy.escrow.holds > 0 || core::Remembered(copy.escrow))
 				continue;
-			if (!copy.absent && !filter(StoredOf(copies[i], now), now, context))
+			if (!copy.escrow.absent && !filter(StoredOf(copies[i], now), now, context))
 				continue;
 			SpinLockAcquire(&set->mutex);
 			Slot &slot = set->slots[copies[i].way];
-			if (slot.used && slot.holds == 0 && slot.generation == copy.generation &&
-			    slot.version == copy.version) {
+			if (slot.used && slot.escrow.holds == 0 && slot.generation == copy.generation &&
+			    slot.escrow.version == copy.escrow.version) {
 				slot.used = false;
-				purged += !copy.absent;
+				purged += !copy.escrow.absent;
 			}
 			SpinLockRelease(&set->mutex);
 		}

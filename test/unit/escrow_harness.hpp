@@ -32,16 +32,28 @@ struct Slot {
 	EscrowState state{};
 };
 
-/* A transaction's records, each with the subtransaction that made it. */
+/* A transaction's records, each with the limit it was decided under and
+ * the subtransaction that made it. */
 struct Transaction {
 	struct Entry {
 		EscrowRecord record;
+		Limit limit;
 		int subxact;
 	};
 	std::vector<Entry> entries;
 	int subxact = 1; /* the current one; 1 is the top level */
 	int next_subxact = 2;
 };
+
+/* Applies what Finish left to the engine. */
+inline void
+Ended(Slot &slot, const EscrowEnd &end)
+{
+	if (end.keep)
+		slot.kept = true;
+	if (end.forget)
+		slot.used = false;
+}
 
 /* `operation` under `limit` at `now_us` on `slot`, in `txn` (NULL: on its
  * own, committed at once). */
@@ -61,22 +73,11 @@ Call(Slot &slot, Transaction *txn, const Operation &operation, const Limit &limi
 	if (step.record.relimits)
 		slot.kept = false; /* judged by its limit from now on */
 	if (txn != nullptr) {
-		txn->entries.push_back(Transaction::Entry{step.record, txn->subxact});
+		txn->entries.push_back(Transaction::Entry{step.record, limit, txn->subxact});
 	} else {
-		const EscrowEnd end = ratelimit::core::Finish(slot.state, step.record, true);
-		(void)end;
+		Ended(slot, ratelimit::core::Finish(slot.state, step.record, limit, true));
 	}
 	return step;
-}
-
-/* Applies what Finish left to the engine. */
-inline void
-Ended(Slot &slot, const EscrowEnd &end)
-{
-	if (end.keep)
-		slot.kept = true;
-	if (end.forget)
-		slot.used = false;
 }
 
 /* Ends the records of subtransaction `from` and those inside it: undone
@@ -91,7 +92,8 @@ EndSubtransaction(Slot &slot, Transaction &txn, int from, bool commit, int paren
 		return;
 	}
 	while (!txn.entries.empty() && txn.entries.back().subxact >= from) {
-		Ended(slot, ratelimit::core::Finish(slot.state, txn.entries.back().record, false));
+		const Transaction::Entry &entry = txn.entries.back();
+		Ended(slot, ratelimit::core::Finish(slot.state, entry.record, entry.limit, false));
 		txn.entries.pop_back();
 	}
 }
@@ -102,7 +104,7 @@ End(Slot &slot, Transaction &txn, bool commit)
 {
 	if (commit) {
 		for (const Transaction::Entry &entry : txn.entries)
-			Ended(slot, ratelimit::core::Finish(slot.state, entry.record, true));
+			Ended(slot, ratelimit::core::Finish(slot.state, entry.record, entry.limit, true));
 		txn.entries.clear();
 	} else {
 		EndSubtransaction(slot, txn, 1, false, 0);
@@ -116,8 +118,9 @@ Reset(Slot &slot, Transaction &txn)
 {
 	if (!slot.used || slot.state.absent)
 		return false;
+	const Limit limit = slot.state.limit;
 	txn.entries.push_back(
-	    Transaction::Entry{ratelimit::core::RecordReset(slot.state), txn.subxact});
+	    Transaction::Entry{ratelimit::core::RecordReset(slot.state), limit, txn.subxact});
 	return true;
 }
 
