@@ -19,9 +19,12 @@ OBJS = \
 	src/pg/functions.o \
 	src/pg/maintenance.o \
 	src/pg/memory_engine.o \
+	src/pg/memory_table.o \
+	src/pg/memory_undo.o \
 	src/pg/module.o \
 	src/pg/policies.o \
 	src/pg/sharding.o \
+	src/pg/shmem.o \
 	src/pg/stats.o \
 	src/pg/storage.o \
 	src/pg/take_all.o
