@@ -28,10 +28,12 @@ OBJS = \
 	src/pg/stats.o \
 	src/pg/storage.o \
 	src/pg/take_all.o
-DATA = $(wildcard sql/$(EXTENSION)--*.sql) ratelimit_portable.control
-# The portable limiter as an extension with no C module: one script made
-# from portable/*.sql (portable/ratelimit.sql is the psql script).
+# The portable limiter as an extension with no C module: the current
+# version's script made from portable/*.sql (portable/ratelimit.sql is the
+# psql script); the scripts of released versions are kept as they were.
 PORTABLE_SCRIPT = portable/ratelimit_portable--$(EXTVERSION).sql
+DATA = $(wildcard sql/$(EXTENSION)--*.sql) ratelimit_portable.control \
+	$(filter-out $(PORTABLE_SCRIPT),$(wildcard portable/ratelimit_portable--*.sql))
 DATA_built = $(PORTABLE_SCRIPT)
 PGFILEDESC = "ratelimit - transactional rate limiter"
 

@@ -362,11 +362,43 @@ InitBucketKeys(ScanKeyData *keys, text *name, text *key)
 	InitEqualKey(&keys[1], kAttKey, key);
 }
 
+/*
+ * Visits the index entries of the key that come after the version found, as
+ * an executor's index scan does: each heap page visited is pruned if it can
+ * be (heap_page_prune_opt), and an entry whose versions are all dead is
+ * marked so that later scans skip it.  A non-HOT update that moved the row
+ * to a page whose entry comes first (one VACUUM emptied) leaves the old page
+ * full of dead versions, reachable only through the entry after the row's:
+ * without this, no take would ever prune it, and its space would wait for
+ * VACUUM while the table grows.  The rest of the found version's HOT chain
+ * is on the page already visited and is skipped.  What is found is not
+ * used, and the dirty snapshot's report on the version found is kept.
+ */
+void
+VisitRemainingEntries(IndexScanDesc scan, Relation heap, Snapshot dirty)
+{
+	scan->xs_heap_continue = false;
+	if (index_getnext_tid(scan, ForwardScanDirection) == NULL)
+		return; /* the usual case: no other entry */
+	const TransactionId xmin = dirty->xmin;
+	const TransactionId xmax = dirty->xmax;
+	const uint32 speculative_token = dirty->speculativeToken;
+	TupleTableSlot *other = table_slot_create(heap, NULL);
+	(void)index_fetch_heap(scan, other);
+	while (index_getnext_slot(scan, ForwardScanDirection, other))
+		;
+	ExecDropSingleTupleTableSlot(other);
+	dirty->xmin = xmin;
+	dirty->xmax = xmax;
+	dirty->speculativeToken = speculative_token;
+}
+
 /* Finds the row's version visible to a dirty snapshot: the latest committed
  * one, or one being inserted (dirty->xmin set) or replaced (dirty->xmax set)
  * by a transaction still in progress, or our own latest.  With
  * `committed_only`, versions still being inserted are passed over: during a
- * non-HOT update the new version may come first in the index. */
+ * non-HOT update the new version may come first in the index.  (A standby
+ * prunes nothing: there the scan stops at the version found.) */
 bool
 FindBucket(Relation heap, Relation index, ScanKeyData *keys, Snapshot dirty, TupleTableSlot *slot,
            bool committed_only = false)
@@ -376,6 +408,8 @@ FindBucket(Relation heap, Relation index, ScanKeyData *keys, Snapshot dirty, Tup
 	bool found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	while (found && committed_only && TransactionIdIsValid(dirty->xmin))
 		found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	if (found && !RecoveryInProgress())
+		VisitRemainingEntries(scan, heap, dirty);
 	index_endscan(scan);
 	return found;
 }
