@@ -19,6 +19,10 @@
 
 namespace escrow_harness {
 
+/* The SQL tests' clock: ratelimit.fixed_clock = 2000000000. */
+constexpr std::int64_t kSecond = ratelimit::core::kMicrosPerSecond;
+constexpr std::int64_t kT0 = INT64_C(2000000000) * kSecond;
+
 using ratelimit::core::EscrowEnd;
 using ratelimit::core::EscrowRecord;
 using ratelimit::core::EscrowState;
@@ -29,6 +33,7 @@ using ratelimit::core::Operation;
 struct Slot {
 	bool used = false;
 	bool kept = false; /* the engine's mark: not forgotten while set */
+	int kept_by = 0;   /* who set it, to take it back (0: nobody can) */
 	EscrowState state{};
 };
 
@@ -49,8 +54,10 @@ struct Transaction {
 inline void
 Ended(Slot &slot, const EscrowEnd &end)
 {
-	if (end.keep)
+	if (end.keep) {
 		slot.kept = true;
+		slot.kept_by = 0;
+	}
 	if (end.forget)
 		slot.used = false;
 }
@@ -69,9 +76,13 @@ Call(Slot &slot, Transaction *txn, const Operation &operation, const Limit &limi
 	if (!slot.used) {
 		slot.state = unseen;
 		slot.used = true;
+		slot.kept = false;
+		slot.kept_by = 0;
 	}
-	if (step.record.relimits)
+	if (step.record.relimits) {
 		slot.kept = false; /* judged by its limit from now on */
+		slot.kept_by = 0;
+	}
 	if (txn != nullptr) {
 		txn->entries.push_back(Transaction::Entry{step.record, limit, txn->subxact});
 	} else {
