@@ -7,6 +7,8 @@ EXTVERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION).
 
 MODULE_big = ratelimit
 OBJS = \
+	src/core/escrow.o \
+	src/core/operation.o \
 	src/core/shards.o \
 	src/core/token_bucket.o \
 	src/pg/bucket_keys.o \
@@ -17,9 +19,12 @@ OBJS = \
 	src/pg/functions.o \
 	src/pg/maintenance.o \
 	src/pg/memory_engine.o \
+	src/pg/memory_table.o \
+	src/pg/memory_undo.o \
 	src/pg/module.o \
 	src/pg/policies.o \
 	src/pg/sharding.o \
+	src/pg/shmem.o \
 	src/pg/stats.o \
 	src/pg/storage.o \
 	src/pg/take_all.o
@@ -80,6 +85,11 @@ SHLIB_LINK += -lstdc++
 override with_llvm = no
 
 PG_CONFIG ?= pg_config
+# Against a server built with assertions, the core checks what it relies on
+# too (RL_CORE_ASSERT in src/core/check.hpp); the unit tests always do.
+ifneq ($(findstring --enable-cassert,$(shell $(PG_CONFIG) --configure)),)
+PG_CPPFLAGS += -DRATELIMIT_CORE_ASSERTS
+endif
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 # A server built by g++ 13 or later passes -fexcess-precision=standard for
@@ -136,7 +146,7 @@ REGRESS := $(filter-out $(REGRESS_SINCE_15),$(REGRESS))
 endif
 
 # --- unit tests: src/core alone, no PostgreSQL include path, sanitizers on ---
-UNIT_CXXFLAGS = -std=c++17 -g -O1 -Wall -Wextra -Werror -fno-omit-frame-pointer \
+UNIT_CXXFLAGS = -std=c++17 -g -O1 -Wall -Wextra -Werror -fno-omit-frame-pointer -DRATELIMIT_CORE_ASSERTS \
 	-fsanitize=address,undefined -fno-sanitize-recover=all
 UNIT_BIN = test/unit/ratelimit_unit
 

@@ -192,13 +192,14 @@ Decimal(int n, char digits[12]) noexcept
 
 } /* namespace */
 
-ShardShare
-ShareOfShard(const Limit &whole, double initial, int shards) noexcept
+Limit
+ShareOfShard(const Limit &whole, int shards) noexcept
 {
-	ShardShare share{whole, initial / shards};
-	share.limit.rate /= shards;
-	share.limit.burst /= shards;
-	share.limit.floor_rate /= shards;
+	Limit share = whole;
+	share.rate /= shards;
+	share.burst /= shards;
+	share.floor_rate /= shards;
+	share.initial /= shards;
 	return share;
 }
 

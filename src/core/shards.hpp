@@ -22,13 +22,10 @@
 
 namespace ratelimit::core {
 
-/* One shard's share of a limit split over `shards` buckets. */
-struct ShardShare {
-	Limit limit;    /* rate, burst and floor_rate divided by shards; windows as they are */
-	double initial; /* a new shard's starting balance: the key's divided by shards */
-};
-
-ShardShare ShareOfShard(const Limit &whole, double initial, int shards) noexcept;
+/* One shard's share of limit `whole` split over `shards` buckets: rate,
+ * burst, floor_rate and a new key's initial balance divided by shards;
+ * windows and the penalty box as they are. */
+Limit ShareOfShard(const Limit &whole, int shards) noexcept;
 
 /* Most shards a key may be split over. */
 constexpr int kMaxShards = 64;

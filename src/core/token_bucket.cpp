@@ -403,6 +403,38 @@ FullBucket(const Limit &limit, std::int64_t now_us) noexcept
 	return Bucket{limit.burst, now_us};
 }
 
+bool
+operator==(const Limit &a, const Limit &b) noexcept
+{
+	return a.rate == b.rate && a.burst == b.burst && a.window_us == b.window_us &&
+	       a.phase_us == b.phase_us && a.floor_rate == b.floor_rate &&
+	       a.penalty_us == b.penalty_us && StartTokens(a) == StartTokens(b);
+}
+
+bool
+operator!=(const Limit &a, const Limit &b) noexcept
+{
+	return !(a == b);
+}
+
+double
+StartTokens(const Limit &limit) noexcept
+{
+	return limit.has_initial ? limit.initial : limit.burst;
+}
+
+bool
+StartsBelowFull(const Limit &limit) noexcept
+{
+	return limit.has_initial && limit.initial < limit.burst;
+}
+
+Bucket
+NewBucket(const Limit &limit, std::int64_t now_us) noexcept
+{
+	return Bucket{StartTokens(limit), now_us};
+}
+
 Bucket
 Refill(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept
 {

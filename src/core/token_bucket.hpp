@@ -35,7 +35,9 @@ enum class Status : int {
 /* The limit: `rate` tokens per second (0 = never refills), `burst` capacity.
  * With `window_us` > 0 refill is a fixed window: at every instant
  * phase_us + k * window_us (k integer) the bucket gains rate * window
- * seconds' worth of tokens at once, capped at burst; in between, nothing. */
+ * seconds' worth of tokens at once, capped at burst; in between, nothing.
+ * Two limits are equal when they refill, cap, box and start a new key
+ * alike (operator==). */
 struct Limit {
 	double rate;
 	double burst;
@@ -48,7 +50,26 @@ struct Limit {
 	/* Penalty box: once a take is denied, every take is denied for this many
 	 * µs (0: none).  The denial that starts it must be stored. */
 	std::int64_t penalty_us = 0;
+	/* A key never seen starts with `initial` tokens (at most burst), or,
+	 * without has_initial, full.  The algebra above never reads them: they
+	 * matter where a bucket is first stored (NewBucket).  Zeroed memory
+	 * reads as "starts full". */
+	bool has_initial = false;
+	double initial = 0.0;
 };
+
+/* Whether `a` and `b` are the same limit: every field of the algebra equal,
+ * and a new key starting with the same balance (an initial balance equal to
+ * the burst is the same as none). */
+bool operator==(const Limit &a, const Limit &b) noexcept;
+bool operator!=(const Limit &a, const Limit &b) noexcept;
+
+/* What a key never seen starts with under `limit`: initial, or burst. */
+double StartTokens(const Limit &limit) noexcept;
+
+/* Whether a key never seen starts below a full bucket: its first sighting
+ * must then be stored, or it would never start earning. */
+bool StartsBelowFull(const Limit &limit) noexcept;
 
 /* One call: take `cost` tokens (0 = look only).  With `reserve` the bucket may
  * go negative, by at most DebtCap(): `max_reserved` tokens when `debt_capped`,
@@ -128,6 +149,10 @@ double DebtCap(const Limit &limit, const Request &request) noexcept;
 
 /* A bucket seen for the first time: full at `now_us`. */
 Bucket FullBucket(const Limit &limit, std::int64_t now_us) noexcept;
+
+/* A bucket seen for the first time: at its start balance (StartTokens) at
+ * `now_us`. */
+Bucket NewBucket(const Limit &limit, std::int64_t now_us) noexcept;
 
 /* Credits refill up to `now_us`.  Elapsed <= 0 adds nothing and keeps the
  * stamp, unless the stamp is further ahead of `now_us` than an hour and than

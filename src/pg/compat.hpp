@@ -92,15 +92,16 @@ extern "C" {
 
 /*
  * Shared memory for an extension loaded by shared_preload_libraries: since 15
- * asked for from shmem_request_hook, before from _PG_init itself.
- * RlRequestShmem(prev, request, size) installs `request` (a void function
- * that calls RlChainShmemRequest(prev), then RequestAddinShmemSpace),
- * keeping the hook it replaces in `prev` (an RlShmemRequestHook of the
- * caller's own), or asks for `size` at once.
+ * asked for from shmem_request_hook, before from _PG_init itself
+ * (kRlShmemFromHook says which).  RlHookShmemRequest(prev, request) installs
+ * `request` as the hook, keeping the hook it replaces in `prev` (an
+ * RlShmemRequestHook), and does nothing before 15; `request` begins with
+ * RlChainShmemRequest(prev).
  */
 #if PG_VERSION_NUM >= 150000
 using RlShmemRequestHook = shmem_request_hook_type;
-#define RlRequestShmem(prev, request, size)                                                        \
+constexpr bool kRlShmemFromHook = true;
+#define RlHookShmemRequest(prev, request)                                                          \
 	do {                                                                                           \
 		(prev) = shmem_request_hook;                                                               \
 		shmem_request_hook = (request);                                                            \
@@ -112,8 +113,9 @@ using RlShmemRequestHook = shmem_request_hook_type;
 	} while (0)
 #else
 using RlShmemRequestHook = void (*)(void);
-#define RlRequestShmem(prev, request, size) RequestAddinShmemSpace(size)
-#define RlChainShmemRequest(prev)           ((void)(prev))
+constexpr bool kRlShmemFromHook = false;
+#define RlHookShmemRequest(prev, request) ((void)(prev), (void)(request))
+#define RlChainShmemRequest(prev)         ((void)(prev))
 #endif
 
 /*

@@ -17,40 +17,15 @@
 
 #include "pg/pg_includes.hpp"
 
+#include "core/operation.hpp"
 #include "core/token_bucket.hpp"
 
 namespace ratelimit::pg {
 
-/* What a call does to a bucket. */
-struct Operation {
-	enum Kind {
-		kCheck,     /* decide `request` only: never locks, never writes */
-		kTake,      /* decide `request` and store what it consumes */
-		kRefund,    /* give `amount` tokens back (capped at burst) and store it */
-		kPeek,      /* like kCheck, but never waits for an in-flight writer */
-		kRecordNew, /* store a key never seen before at its starting balance;
-		               leave an existing bucket alone, without waiting */
-		kPenalize   /* decide `request` again and store only a denial that
-		               starts the limit's penalty box (a denied
-		               rate_limit_take_all): never a grant */
-	} kind;
-	core::Request request; /* kCheck, kTake */
-	double amount;         /* kRefund */
-	bool has_initial;      /* a new key starts with `initial` tokens, not burst */
-	double initial;
-};
-
-/* True if a key never seen under `operation` starts below a full bucket: its
- * first sighting must then be stored, or it would never start earning. */
-bool StartsBelowFull(const Operation &operation, const core::Limit &limit);
-
-/* A bucket seen for the first time: full, or at its policy's initial balance. */
-core::Bucket NewBucket(const core::Limit &limit, bool has_initial, double initial, TimestampTz now);
-
-/* The core's answer for `operation` (a check, take, refund, first sighting
- * or penalty) on `bucket` at `now`; every engine decides through it. */
-core::Decision Evaluate(const Operation &operation, const core::Bucket &bucket,
-                        const core::Limit &limit, TimestampTz now);
+/* What a call does to a bucket (check, take, refund, peek, first sighting,
+ * penalty): the core's, which answers it (core::Apply).  A key never seen
+ * starts as the call's limit says (core::NewBucket). */
+using Operation = core::Operation;
 
 struct BucketEngine;
 
@@ -58,10 +33,8 @@ struct BucketEngine;
 struct BucketTake {
 	text *name;
 	text *key;
-	core::Limit limit;
+	core::Limit limit; /* with the start balance of a new key */
 	core::Request request;
-	bool has_initial;
-	double initial;
 	const BucketEngine *engine; /* the policy's */
 	core::Decision decision;    /* out */
 };

@@ -104,7 +104,7 @@ PolicyDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::K
 	if (policy.shards > 1) {
 		decision = ShardedDecision(call.name, call.key, policy, limit, kind, request);
 	} else {
-		Operation operation{kind, request, 0.0, policy.has_initial, policy.initial};
+		Operation operation{kind, request, 0.0};
 		decision = policy.engine->decide(call.name, call.key, limit, operation);
 	}
 	FinishCount(count, call.name, call.cost, decision);
@@ -247,8 +247,7 @@ rate_limit_refund_policy(PG_FUNCTION_ARGS)
 	if (policy.shards > 1) {
 		decision = pg::ShardedRefund(call.name, call.key, policy, limit, call.amount);
 	} else {
-		pg::Operation refund{pg::Operation::kRefund, core::Request::Plain(0.0), call.amount,
-		                     policy.has_initial, policy.initial};
+		pg::Operation refund{pg::Operation::kRefund, core::Request::Plain(0.0), call.amount};
 		decision = policy.engine->decide(call.name, call.key, limit, refund);
 	}
 	return pg::DecisionDatum(fcinfo, decision, limit, pg::PolicyLabel(policy, call.name));

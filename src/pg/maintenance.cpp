@@ -70,8 +70,7 @@ PolicyRowLimit(const Policy &policy, text *name, text *row_key, core::Limit *lim
 	}
 	if (!SplitShardKey(row_key, policy.shards, key, shard))
 		return false;
-	*limit =
-	    core::ShareOfShard(PolicyLimit(policy, name, *key), policy.initial, policy.shards).limit;
+	*limit = core::ShareOfShard(PolicyLimit(policy, name, *key), policy.shards);
 	return true;
 }
 
@@ -83,7 +82,7 @@ PolicyRowLimit(const Policy &policy, text *name, text *row_key, core::Limit *lim
 bool
 PolicyRowIsFull(const Policy &policy, const StoredBucket &row, TimestampTz now)
 {
-	if (policy.has_initial && policy.initial < policy.limit.burst)
+	if (core::StartsBelowFull(policy.limit))
 		return false;
 	core::Limit limit;
 	text *key;

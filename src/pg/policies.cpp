@@ -244,8 +244,8 @@ ReadPolicy(text *name, Policy *policy, bool *cacheable)
 		policy->limit.floor_rate = DatumGetFloat8(value[kFloorPerSecond]);
 		/* No column (0.2.0) or NULL: no penalty box. */
 		policy->limit.penalty_us = null[kPenaltyUs] ? 0 : DatumGetInt64(value[kPenaltyUs]);
-		policy->has_initial = !null[kInitial];
-		policy->initial = null[kInitial] ? 0.0 : DatumGetFloat8(value[kInitial]);
+		policy->limit.has_initial = !null[kInitial];
+		policy->limit.initial = null[kInitial] ? 0.0 : DatumGetFloat8(value[kInitial]);
 		policy->jitter = DatumGetFloat8(value[kJitter]);
 		policy->fixed_window = DatumGetBool(value[kFixedWindow]);
 		policy->window_us = DatumGetInt64(value[kWindowUs]);

@@ -20,15 +20,13 @@ namespace ratelimit::pg {
 /* Most rows a key may be split over (policies_shards_check). */
 constexpr int kMaxShards = core::kMaxShards;
 
-/* A stored policy: its limit, the balance of a new key, the jitter. */
+/* A stored policy: its limit (with the balance of a new key), the jitter. */
 struct Policy {
-	core::Limit limit;
+	core::Limit limit;   /* has_initial: new keys start with `initial` tokens, not burst */
 	double rate;         /* tokens per `per`, as defined */
 	Interval per;        /* the period of rate, as defined */
 	double max_reserved; /* the most debt a key may carry (0 in a 0.2.0 database) */
-	bool has_initial;    /* new keys start with `initial` tokens, not burst */
-	double initial;
-	double jitter; /* 0..1: retry_after stretched by up to this fraction */
+	double jitter;       /* 0..1: retry_after stretched by up to this fraction */
 	bool fixed_window;
 	int64 window_us;            /* fixed_window: the window length */
 	bool has_window_start;      /* fixed_window: windows start at window_start_us */

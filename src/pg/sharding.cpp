@@ -24,22 +24,12 @@ namespace {
 
 const core::Request kNothing = core::Request::Plain(0.0);
 
-/* `kind` on one shard: a shard never seen before starts at its share of the
- * policy's initial balance. */
-Operation
-ShardOperation(Operation::Kind kind, const core::Request &request, double amount,
-               const Policy &policy, const core::ShardShare &share)
-{
-	return Operation{kind, request, amount, policy.has_initial, share.initial};
-}
-
 /* Shard `number` of `key` as it stands, without waiting for a writer. */
 core::Bucket
-PeekShard(text *name, text *key, int number, const Policy &policy, const core::ShardShare &share)
+PeekShard(text *name, text *key, int number, const Policy &policy, const core::Limit &shard)
 {
 	return policy.engine
-	    ->decide(name, ShardKey(key, number), share.limit,
-	             ShardOperation(Operation::kPeek, kNothing, 0.0, policy, share))
+	    ->decide(name, ShardKey(key, number), shard, Operation{Operation::kPeek, kNothing, 0.0})
 	    .next;
 }
 
@@ -47,7 +37,7 @@ PeekShard(text *name, text *key, int number, const Policy &policy, const core::S
  * canonical order (by `request` when the plan reserves); after[s]: how each
  * of them stands; *wait: the reservation's wait (0 if none). */
 bool
-TakeFromShards(text *name, text *key, const Policy &policy, const core::ShardShare &share,
+TakeFromShards(text *name, text *key, const Policy &policy, const core::Limit &shard,
                const core::ShardPlan &plan, const core::Request &request, core::Bucket *after,
                double *wait)
 {
@@ -64,10 +54,8 @@ TakeFromShards(text *name, text *key, const Policy &policy, const core::ShardSha
 		takes[count++] = BucketTake{
 		    name,
 		    ShardKey(key, s),
-		    share.limit,
+		    shard,
 		    plan.kind == core::ShardPlan::kReserve ? request : core::Request::Plain(plan.cost[s]),
-		    policy.has_initial,
-		    share.initial,
 		    policy.engine,
 		    core::Decision{}};
 	}
@@ -92,15 +80,15 @@ constexpr int kEveryShardAttempts = 4;
  * a reservation's wait.
  */
 bool
-DecideOverEveryShard(text *name, text *key, const Policy &policy, const core::ShardShare &share,
+DecideOverEveryShard(text *name, text *key, const Policy &policy, const core::Limit &shard,
                      Operation::Kind kind, const core::Request &request, core::Bucket *all,
                      double *wait)
 {
 	for (int attempt = 0; attempt < kEveryShardAttempts; attempt++) {
 		for (int s = 0; s < policy.shards; s++)
-			all[s] = PeekShard(name, key, s, policy, share);
+			all[s] = PeekShard(name, key, s, policy, shard);
 		const core::ShardPlan plan =
-		    core::PlanShards(all, policy.shards, share.limit, request, ClockNow());
+		    core::PlanShards(all, policy.shards, shard, request, ClockNow());
 		if (plan.kind == core::ShardPlan::kDeny)
 			return false;
 		if (kind == Operation::kCheck) {
@@ -109,7 +97,7 @@ DecideOverEveryShard(text *name, text *key, const Policy &policy, const core::Sh
 			*wait = plan.wait;
 			return true;
 		}
-		if (TakeFromShards(name, key, policy, share, plan, request, all, wait))
+		if (TakeFromShards(name, key, policy, shard, plan, request, all, wait))
 			return true;
 	}
 	/* Still taken from under it: denied on the latest states it saw. */
@@ -162,8 +150,7 @@ ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &
 {
 	const int shards = policy.shards;
 	const double cost = request.cost;
-	const core::ShardShare share = core::ShareOfShard(limit, policy.initial, shards);
-	const core::Limit &shard = share.limit;
+	const core::Limit shard = core::ShareOfShard(limit, shards);
 	const core::Request shard_request = core::ShareOfRequest(request, shards);
 	if (cost > 2.0 * shard.burst &&
 	    !(request.reserve && cost <= shard.burst + core::DebtCap(shard, shard_request)))
@@ -176,7 +163,7 @@ ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &
 	numbers[1] = (numbers[0] + 1 + RlRandomBelow(shards - 1)) % shards;
 	core::Bucket pair[2];
 	for (int p = 0; p < 2; p++)
-		pair[p] = PeekShard(name, key, numbers[p], policy, share);
+		pair[p] = PeekShard(name, key, numbers[p], policy, shard);
 	const core::ShardPlan plan =
 	    core::PlanShards(pair, 2, shard, core::Request::Plain(cost), ClockNow());
 	bool allowed = false;
@@ -186,9 +173,9 @@ ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &
 			allowed = true;
 			pair[p] = plan.after[p];
 		} else {
-			core::Decision d = policy.engine->decide(
-			    name, ShardKey(key, numbers[p]), shard,
-			    ShardOperation(Operation::kTake, core::Request::Plain(cost), 0.0, policy, share));
+			core::Decision d =
+			    policy.engine->decide(name, ShardKey(key, numbers[p]), shard,
+			                          Operation{Operation::kTake, core::Request::Plain(cost), 0.0});
 			allowed = d.allowed;
 			pair[p] = d.next;
 		}
@@ -206,17 +193,17 @@ ShardedDecision(text *name, text *key, const Policy &policy, const core::Limit &
 		for (int s = 0; s < shards; s++)
 			all[s] = s == numbers[0]   ? pair[0]
 			         : s == numbers[1] ? pair[1]
-			                           : PeekShard(name, key, s, policy, share);
+			                           : PeekShard(name, key, s, policy, shard);
 	} else {
 		/* Neither can serve it alone (or others took from the richer first):
 		 * the whole key decides. */
-		allowed = DecideOverEveryShard(name, key, policy, share, kind, shard_request, all, &wait);
+		allowed = DecideOverEveryShard(name, key, policy, shard, kind, shard_request, all, &wait);
 	}
 
 	/* Denied shards never seen before still start earning now; recorded in
 	 * canonical order, like any rows one transaction writes. */
-	const Operation record = ShardOperation(Operation::kRecordNew, kNothing, 0.0, policy, share);
-	if (!allowed && kind == Operation::kTake && StartsBelowFull(record, shard)) {
+	const Operation record{Operation::kRecordNew, kNothing, 0.0};
+	if (!allowed && kind == Operation::kTake && core::StartsBelowFull(shard)) {
 		int order[kMaxShards];
 		core::ShardOrder(shards, order);
 		for (int i = 0; i < shards; i++)
@@ -234,7 +221,7 @@ core::Decision
 ShardedRefund(text *name, text *key, const Policy &policy, const core::Limit &limit, double amount)
 {
 	const int shards = policy.shards;
-	const core::ShardShare share = core::ShareOfShard(limit, policy.initial, shards);
+	const core::Limit shard = core::ShareOfShard(limit, shards);
 	int order[kMaxShards];
 	core::ShardOrder(shards, order);
 
@@ -242,10 +229,9 @@ ShardedRefund(text *name, text *key, const Policy &policy, const core::Limit &li
 	result.allowed = true;
 	double left = amount;
 	for (int i = 0; i < shards; i++) {
-		const Operation operation = ShardOperation(
-		    left > 0.0 ? Operation::kRefund : Operation::kPeek, kNothing, left, policy, share);
-		core::Decision d =
-		    policy.engine->decide(name, ShardKey(key, order[i]), share.limit, operation);
+		const Operation operation{left > 0.0 ? Operation::kRefund : Operation::kPeek, kNothing,
+		                          left};
+		core::Decision d = policy.engine->decide(name, ShardKey(key, order[i]), shard, operation);
 		if (operation.kind == Operation::kRefund)
 			left -= d.refunded;
 		result.remaining += d.remaining;

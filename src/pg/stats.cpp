@@ -21,6 +21,7 @@
 
 #include "pg/bucket_keys.hpp"
 #include "pg/errors.hpp"
+#include "pg/shmem.hpp"
 
 namespace ratelimit::pg {
 
@@ -49,8 +50,6 @@ struct StatsTable {
 	StatsEntry entries[FLEXIBLE_ARRAY_MEMBER];
 };
 
-constexpr const char *kSegmentName = "ratelimit_stats";
-
 /* Slots a lookup visits at most: beyond them a limit finds no room, and a
  * full table costs a take no more than this. */
 constexpr int kMaxProbes = 64;
@@ -58,14 +57,6 @@ constexpr int kMaxProbes = 64;
 /* Settings. */
 int stats_limits = 1000;
 bool track_stats = true;
-
-/* This backend's view of the table: set at server start when preloaded,
- * else (from 17) on first use. */
-StatsTable *stats_table = NULL;
-bool preloaded = false;
-
-RlShmemRequestHook prev_shmem_request_hook = NULL;
-shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 Size
 TableSize(int capacity)
@@ -102,36 +93,21 @@ InitTable(void *memory)
 	}
 }
 
-[[maybe_unused]] void
-RequestStatsMemory()
+Size
+TableSizeNow()
 {
-	RlChainShmemRequest(prev_shmem_request_hook);
-	RequestAddinShmemSpace(TableSize(stats_limits));
+	return TableSize(stats_limits);
 }
 
-void
-AttachStatsMemory()
-{
-	if (prev_shmem_startup_hook != NULL)
-		prev_shmem_startup_hook();
-	bool found;
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	StatsTable *table =
-	    static_cast<StatsTable *>(ShmemInitStruct(kSegmentName, TableSize(stats_limits), &found));
-	if (!found)
-		InitTable(table);
-	LWLockRelease(AddinShmemInitLock);
-	stats_table = table;
-}
+/* The table: set aside at server start when preloaded, else (from 17) a
+ * named DSM segment created on first use. */
+SharedSegment segment = {"ratelimit_stats", TableSizeNow, InitTable, NULL, NULL, false};
 
 /* The table, or NULL when there is no shared memory for it. */
 StatsTable *
 Table()
 {
-	if (stats_table == NULL && !preloaded)
-		stats_table = static_cast<StatsTable *>(
-		    RlNamedSegment(kSegmentName, TableSize(stats_limits), InitTable));
-	return stats_table;
+	return static_cast<StatsTable *>(SharedSegmentMemory(&segment));
 }
 
 uint32
@@ -231,10 +207,7 @@ DefineStatsSettings()
 	    "shared memory, about 330 bytes a limit.  Without shared_preload_libraries (PostgreSQL "
 	    "17 and later), 1000.",
 	    &stats_limits, 1000, 1, 100000, PGC_POSTMASTER, 0, NULL, NULL, NULL);
-	preloaded = true;
-	RlRequestShmem(prev_shmem_request_hook, RequestStatsMemory, TableSize(stats_limits));
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = AttachStatsMemory;
+	RequestSharedSegment(&segment);
 }
 
 void

@@ -795,10 +795,8 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 			/* A new key: stored only if this call consumes or refunds, or
 			 * if its first sighting must be remembered. */
 			now = ClockNow();
-			decision =
-			    Evaluate(operation, NewBucket(limit, operation.has_initial, operation.initial, now),
-			             limit, now);
-			bool store = writes && (decision.write || StartsBelowFull(operation, limit));
+			decision = core::Apply(operation, core::NewBucket(limit, now), limit, now);
+			bool store = writes && (decision.write || core::StartsBelowFull(limit));
 			if (!sure) {
 				if (store)
 					AcquireNewKeyLock(&new_key, lookup.hash);
@@ -820,7 +818,7 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 			break; /* the key is known already */
 
 		now = ClockNow();
-		decision = Evaluate(operation, ReadBucket(slot), limit, now);
+		decision = core::Apply(operation, ReadBucket(slot), limit, now);
 		if (!decision.allowed && (!writes || !decision.write))
 			break; /* lock-free denial on the latest committed version */
 		/* A standby (checks only) answers without waiting, as a peek. */
@@ -1009,9 +1007,7 @@ LookAtAll(const OpenRelations &rels, BucketTake *takes, TakeRow *rows, int count
 	bool all_allowed = true;
 	for (int i = 0; i < count; i++) {
 		rows[i].exists = FindLatest(rels, &rows[i].lookup, dirty, slot, true, NULL);
-		rows[i].state =
-		    rows[i].exists ? ReadBucket(slot)
-		                   : NewBucket(takes[i].limit, takes[i].has_initial, takes[i].initial, now);
+		rows[i].state = rows[i].exists ? ReadBucket(slot) : core::NewBucket(takes[i].limit, now);
 		takes[i].decision = core::Decide(rows[i].state, takes[i].limit, takes[i].request, now);
 		all_allowed = all_allowed && takes[i].decision.allowed;
 	}
@@ -1056,7 +1052,7 @@ LockAndTakeAll(const OpenRelations &rels, BucketTake *takes, TakeRow *rows, int 
 	bool all_allowed = true;
 	for (int i = 0; i < count; i++) {
 		if (!rows[i].exists)
-			rows[i].state = NewBucket(takes[i].limit, takes[i].has_initial, takes[i].initial, now);
+			rows[i].state = core::NewBucket(takes[i].limit, now);
 		takes[i].decision = core::Decide(rows[i].state, takes[i].limit, takes[i].request, now);
 		all_allowed = all_allowed && takes[i].decision.allowed;
 	}
@@ -1065,8 +1061,7 @@ LockAndTakeAll(const OpenRelations &rels, BucketTake *takes, TakeRow *rows, int 
 			/* A new key that starts below full is stored even when nothing
 			 * is taken from it, as DecideBucket stores it: its first
 			 * sighting counts. */
-			const bool first_sighting =
-			    !rows[i].exists && takes[i].has_initial && takes[i].initial < takes[i].limit.burst;
+			const bool first_sighting = !rows[i].exists && core::StartsBelowFull(takes[i].limit);
 			if (!takes[i].decision.write && !first_sighting)
 				continue;
 			if (!rows[i].exists) {

@@ -53,8 +53,7 @@ ResolveLimit(const LimitList &list, int i, double max_wait, LimitLabel *label)
 	    PolicyRequest(policy, list.costs != NULL ? DatumGetFloat8(list.costs[i]) : 1.0, max_wait);
 	CheckRequest(limit, request, CallForm::kPolicy);
 	*label = PolicyLabel(policy, name);
-	return BucketTake{name,           key,           limit,           request, policy.has_initial,
-	                  policy.initial, policy.engine, core::Decision{}};
+	return BucketTake{name, key, limit, request, policy.engine, core::Decision{}};
 }
 
 /* qsort_arg comparator over positions into a BucketTake array. */
@@ -128,8 +127,7 @@ TakeEvery(BucketTake *takes, int count)
 	const BucketEngine &engine = *takes[0].engine;
 	if (count == 1) {
 		/* One bucket: the single take's protocol. */
-		const Operation take{Operation::kTake, takes[0].request, 0.0, takes[0].has_initial,
-		                     takes[0].initial};
+		const Operation take{Operation::kTake, takes[0].request, 0.0};
 		takes[0].decision = engine.decide(takes[0].name, takes[0].key, takes[0].limit, take);
 		return takes[0].decision.allowed;
 	}
@@ -139,14 +137,14 @@ TakeEvery(BucketTake *takes, int count)
 	 * seen that starts below full starts earning now. */
 	for (int i = 0; i < count; i++) {
 		BucketTake &take = takes[i];
-		Operation record{Operation::kRecordNew, take.request, 0.0, take.has_initial, take.initial};
+		Operation record{Operation::kRecordNew, take.request, 0.0};
 		if (take.limit.penalty_us > 0 && !take.decision.allowed && take.request.cost > 0.0) {
 			record.kind = Operation::kPenalize;
 			const core::Decision boxed = engine.decide(take.name, take.key, take.limit, record);
 			/* The box stored is the one to wait for. */
 			if (boxed.retry_after > take.decision.retry_after)
 				take.decision.retry_after = boxed.retry_after;
-		} else if (StartsBelowFull(record, take.limit)) {
+		} else if (core::StartsBelowFull(take.limit)) {
 			(void)engine.decide(take.name, take.key, take.limit, record);
 		}
 	}

@@ -32,7 +32,6 @@ using ratelimit::core::PlanShards;
 using ratelimit::core::ShardOrder;
 using ratelimit::core::ShardOutcome;
 using ratelimit::core::ShardPlan;
-using ratelimit::core::ShardShare;
 using ratelimit::core::ShareOfShard;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -51,18 +50,23 @@ const Limit kShard{1, 5};
 
 /* ------------------------------------------------------------ the share */
 
-TEST(ShardShare, DividesRateBurstFloorAndInitialKeepsWindows)
+TEST(ShareOfShard, DividesRateBurstFloorAndInitialKeepsWindowsAndBox)
 {
 	Limit whole{10, 100};
 	whole.floor_rate = 4;
 	whole.window_us = 60 * kSecond;
 	whole.phase_us = 7;
-	const ShardShare share = ShareOfShard(whole, 20, 4);
-	EXPECT_EQ(share.limit.rate, 2.5);
-	EXPECT_EQ(share.limit.burst, 25);
-	EXPECT_EQ(share.limit.floor_rate, 1);
-	EXPECT_EQ(share.limit.window_us, 60 * kSecond);
-	EXPECT_EQ(share.limit.phase_us, 7);
+	whole.penalty_us = 3 * kSecond;
+	whole.has_initial = true;
+	whole.initial = 20;
+	const Limit share = ShareOfShard(whole, 4);
+	EXPECT_EQ(share.rate, 2.5);
+	EXPECT_EQ(share.burst, 25);
+	EXPECT_EQ(share.floor_rate, 1);
+	EXPECT_EQ(share.window_us, 60 * kSecond);
+	EXPECT_EQ(share.phase_us, 7);
+	EXPECT_EQ(share.penalty_us, 3 * kSecond);
+	EXPECT_TRUE(share.has_initial);
 	EXPECT_EQ(share.initial, 5);
 }
 
@@ -570,7 +574,7 @@ ExpectWithinWholeLimit(const Limit &whole, int shards, std::uint64_t seed)
 {
 	SCOPED_TRACE(shards);
 	std::mt19937_64 rng(seed);
-	const Limit shard = ShareOfShard(whole, whole.burst, shards).limit;
+	const Limit shard = ShareOfShard(whole, shards);
 	Bucket state[64];
 	for (int s = 0; s < shards; s++)
 		state[s] = Bucket{shard.burst, kNow};

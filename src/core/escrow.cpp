@@ -1,0 +1,364 @@
+/*
+ * src/core/escrow.cpp
+ *
+ * Escrow accounting: what a call decides on, what it records, and what a
+ * commit or an abort of its record does (see escrow.hpp).
+ */
+#include "escrow.hpp"
+
+#include <cmath>
+
+#include "check.hpp"
+#include "no_postgres.hpp"
+
+namespace ratelimit::core {
+
+namespace {
+
+double
+Least(double a, double b) noexcept
+{
+	return a < b ? a : b;
+}
+
+/* The committed bucket of `state` at `now_us`: new (at `limit`'s start) if
+ * it was reset, or if only an open transaction has stored it new; a
+ * penalty box stored since, which holds at once, stays. */
+Bucket
+Committed(const EscrowState &state, const Limit &limit, std::int64_t now_us) noexcept
+{
+	if (!state.absent && !state.unsettled)
+		return state.bucket;
+	Bucket fresh = NewBucket(limit, now_us);
+	if (!state.absent)
+		fresh.blocked_until_us = state.bucket.blocked_until_us;
+	return fresh;
+}
+
+/* `committed` with `pending` takes spent: refilled to now first when any
+ * are pending (refill is counted on what is committed); as it is
+ * otherwise, for the call to refill under its own limit. */
+Bucket
+Spent(const Bucket &committed, double pending, const Limit &limit, std::int64_t now_us) noexcept
+{
+	if (pending <= 0.0)
+		return committed;
+	Bucket seen = Refill(committed, limit, now_us);
+	seen.tokens -= pending;
+	return seen;
+}
+
+/* What a call under `limit` starts from: the committed bucket, pending
+ * takes spent. */
+Bucket
+Seen(const EscrowState &state, const Limit &limit, std::int64_t now_us) noexcept
+{
+	return Spent(Committed(state, limit, now_us), state.pending, limit, now_us);
+}
+
+/* The state is about to be judged by another limit: the one it was judged
+ * by is kept while records decided under it are open. */
+void
+KeepLimitBefore(EscrowState &state) noexcept
+{
+	if (state.holds > 0) {
+		if (state.prior_holds > 0) {
+			/* Takes from two definitions back are open too: until they all
+			 * end, count on no refill at all, and the lesser burst and start
+			 * of the two kept. */
+			Limit frozen{0.0, Least(state.prior_limit.burst, state.limit.burst)};
+			frozen.has_initial = true;
+			frozen.initial = Least(StartTokens(state.prior_limit), StartTokens(state.limit));
+			state.prior_limit = frozen;
+		} else {
+			state.prior_limit = state.limit;
+		}
+		state.prior_holds = state.holds;
+	}
+	state.limit_epoch++;
+}
+
+/* A record of `state` at `now_us`, holding it. */
+EscrowRecord
+Hold(EscrowState &state, std::int64_t now_us) noexcept
+{
+	EscrowRecord record{};
+	record.at_us = now_us;
+	record.limit_epoch = state.limit_epoch;
+	state.holds++;
+	return record;
+}
+
+/* At commit: the take or refund of `record`, decided under `limit`, leaves
+ * the committed bucket. */
+void
+CommitTakeOrRefund(EscrowState &state, const EscrowRecord &record, const Limit &limit) noexcept
+{
+	if (record.exact && state.version == record.version_after && !state.absent) {
+		/* Decided on the committed bucket, which nothing has changed since:
+		 * what it decided, as the table stores it. */
+		state.bucket = record.next;
+	} else {
+		/* Taken from the bucket as it was then, refilled no further than then
+		 * (a later stamp stays: refill is never counted twice); refill it
+		 * could not hold since is not credited. */
+		Bucket bucket = Committed(state, limit, record.at_us);
+		if (bucket.stamp_us < record.at_us) {
+			const Bucket from = bucket;
+			bucket = Refill(from, limit, record.at_us);
+			/* Takes decided under the limit before are still open: no more
+			 * refill than it gives either. */
+			if (state.prior_holds > 0)
+				bucket.tokens =
+				    Least(bucket.tokens, Refill(from, state.prior_limit, record.at_us).tokens);
+		}
+		if (record.takes)
+			bucket.tokens -= record.amount;
+		if (record.refunds && record.amount > 0.0) {
+			const std::int64_t at = record.at_us > bucket.stamp_us ? record.at_us : bucket.stamp_us;
+			bucket = Refund(bucket, limit, record.amount, at).next;
+		}
+		state.bucket = bucket;
+	}
+	state.absent = false;
+	/* Committed now, whatever sighting is still open. */
+	state.unsettled = false;
+	state.version++;
+	state.commits++;
+}
+
+/* Finish, but for its checks. */
+EscrowEnd
+FinishHeld(EscrowState &state, const EscrowRecord &record, const Limit &limit, bool commit) noexcept
+{
+	EscrowEnd end{};
+	state.holds--;
+	if (record.limit_epoch != state.limit_epoch && state.prior_holds > 0)
+		state.prior_holds--;
+	state.provisional -= record.provisional;
+	if (state.provisional == 0)
+		state.unsettled = false;
+	if (record.takes)
+		state.pending -= record.amount;
+	if (state.holds == 0)
+		state.pending = 0.0; /* no rounding left behind */
+	if (commit) {
+		if (record.takes || record.refunds)
+			CommitTakeOrRefund(state, record, limit);
+		if (record.boxed) {
+			/* Decided on the committed bucket, which nothing has changed
+			 * since: refilled to the denial, as the table stores it. */
+			if (record.exact && state.version == record.version_after && !state.absent) {
+				state.bucket = record.next;
+				state.version++;
+			}
+			/* A committed box settles the key as stored with it, and
+			 * outlives the abort of whoever stored the key first. */
+			state.unsettled = false;
+			state.commits++;
+		}
+		if (record.reset) {
+			state.absent = true;
+			state.version++;
+		}
+		return end;
+	}
+	/* Its call judged the state by its limit, which may be one that never
+	 * commits (a definition its own transaction wrote): unless a call has
+	 * judged it since, the bucket must outlive it until one does. */
+	end.keep = record.relimits && state.limit_epoch == record.limit_epoch;
+	if (record.boxed && state.bucket.blocked_until_us == record.next.blocked_until_us) {
+		state.bucket.blocked_until_us = record.prior_blocked_us;
+		state.version++;
+	}
+	/* A bucket this transaction stored new, that no commit has touched
+	 * since, goes again: freed, or forgotten while others hold it. */
+	if (record.created && state.commits == record.commits_at) {
+		if (state.holds == 0) {
+			end.forget = true;
+		} else if (!state.absent) {
+			state.absent = true;
+			state.version++;
+		}
+	}
+	return end;
+}
+
+} /* namespace */
+
+EscrowState
+UnseenEscrow(const Limit &limit) noexcept
+{
+	EscrowState state{};
+	state.bucket = NewBucket(limit, 0);
+	state.limit = limit;
+	state.prior_limit = limit;
+	state.absent = true;
+	return state;
+}
+
+EscrowState
+SettledEscrow(const Bucket &bucket, const Limit &limit) noexcept
+{
+	EscrowState state = UnseenEscrow(limit);
+	state.bucket = bucket;
+	state.absent = false;
+	return state;
+}
+
+EscrowStep
+Decide(EscrowState &state, const Operation &operation, const Limit &limit,
+       std::int64_t now_us) noexcept
+{
+	RL_CORE_ASSERT(InvariantsHold(state));
+	const bool is_new = state.absent;
+	const bool starts_below_full = StartsBelowFull(limit);
+	const double pending = state.pending;
+	const Bucket committed = Committed(state, limit, now_us);
+	Bucket seen = Spent(committed, pending, limit, now_us);
+	/* A limit changed while open transactions hold the state: their takes
+	 * were decided under the limit before, and the table engine would make
+	 * this call wait for them.  Until they end, a call counts on no more
+	 * than each limit leaves. */
+	const bool changed = state.limit != limit;
+	if (changed && state.holds > 0)
+		seen.tokens = Least(seen.tokens, Seen(state, state.limit, now_us).tokens);
+	if (state.prior_holds > 0)
+		seen.tokens = Least(seen.tokens, Seen(state, state.prior_limit, now_us).tokens);
+
+	EscrowStep step{};
+	step.decision = Apply(operation, seen, limit, now_us);
+	const Decision &decision = step.decision;
+	const bool take =
+	    operation.kind == Operation::kTake && decision.allowed && operation.request.cost > 0.0;
+	/* A refund that changes nothing but the refill stamp is recorded too, as
+	 * the table stores it, so that later refill counts from the same point. */
+	const bool refund = operation.kind == Operation::kRefund && decision.write;
+	const bool boxed = decision.next.blocked_until_us != seen.blocked_until_us;
+	/* Any call that writes stores a key never seen that starts below full,
+	 * as the table does (a refund of nothing included), so that it earns
+	 * from its first sighting. */
+	const bool sighting = is_new && starts_below_full;
+	if (operation.kind == Operation::kCheck || operation.kind == Operation::kPeek ||
+	    (!take && !refund && !boxed && !sighting))
+		return step;
+
+	step.recorded = true;
+	/* The limit the state is judged by from now on; the one before is kept
+	 * while records decided under it are open. */
+	if (changed)
+		KeepLimitBefore(state);
+	state.limit = limit;
+	EscrowRecord &record = step.record;
+	record = Hold(state, now_us);
+	/* A first sighting, a key reset before, or a penalty box is stored now
+	 * (a box only ever on a denial, so with nothing pending of its own); a
+	 * take or refund waits for its commit.  A box is stored on the committed
+	 * bucket as it is: the refill to now that the table stores with it
+	 * counts once it commits, so that an abort leaves nothing of it. */
+	if (is_new || boxed) {
+		state.bucket = committed;
+		state.absent = false;
+		state.version++;
+	}
+	if (boxed) {
+		state.bucket.blocked_until_us = decision.next.blocked_until_us;
+		record.boxed = true;
+		record.prior_blocked_us = committed.blocked_until_us;
+	}
+	if (take) {
+		state.pending += operation.request.cost;
+		record.takes = true;
+		record.amount = operation.request.cost;
+	}
+	if (refund) {
+		record.refunds = true;
+		record.amount = decision.refunded;
+	}
+	record.exact = pending == 0.0;
+	record.relimits = changed;
+	record.next = decision.next;
+	record.created = is_new;
+	record.commits_at = state.commits;
+	/* Stored new, starting below full (a first sighting, or a refund or a
+	 * box on a key never seen): the others must not earn from it before it
+	 * is committed. */
+	if (sighting) {
+		record.provisional = true;
+		state.provisional++;
+		state.unsettled = true;
+	}
+	record.version_after = state.version;
+	RL_CORE_ASSERT(!boxed || (!take && !refund)); /* `amount` is the box before */
+	RL_CORE_ASSERT(InvariantsHold(state));
+	return step;
+}
+
+EscrowRecord
+RecordReset(EscrowState &state) noexcept
+{
+	RL_CORE_ASSERT(!state.absent);
+	EscrowRecord record = Hold(state, 0);
+	record.reset = true;
+	record.version_after = state.version;
+	return record;
+}
+
+EscrowEnd
+Finish(EscrowState &state, const EscrowRecord &record, const Limit &limit, bool commit) noexcept
+{
+	RL_CORE_ASSERT(state.holds > 0);
+	const EscrowEnd end = FinishHeld(state, record, limit, commit);
+	RL_CORE_ASSERT(InvariantsHold(state));
+	return end;
+}
+
+bool
+Forget(EscrowState &state) noexcept
+{
+	/* A bucket an open transaction holds stays, forgotten, until that
+	 * transaction ends; its pending takes still count. */
+	state.absent = true;
+	state.version++;
+	return state.holds == 0;
+}
+
+Bucket
+Available(const EscrowState &state, const Limit &limit, std::int64_t now_us) noexcept
+{
+	Bucket available = Refill(Committed(state, limit, now_us), limit, now_us);
+	available.tokens -= state.pending;
+	return available;
+}
+
+Bucket
+Listed(const EscrowState &state, std::int64_t now_us) noexcept
+{
+	return Spent(state.bucket, state.pending, state.limit, now_us);
+}
+
+bool
+Remembered(const EscrowState &state) noexcept
+{
+	return StartsBelowFull(state.limit);
+}
+
+bool
+Forgettable(const EscrowState &state, bool kept, std::int64_t now_us) noexcept
+{
+	if (state.holds > 0)
+		return false;
+	return state.absent ||
+	       (!Remembered(state) && !kept && IsFull(state.bucket, state.limit, now_us));
+}
+
+bool
+InvariantsHold(const EscrowState &state) noexcept
+{
+	return state.holds >= 0 && state.prior_holds >= 0 && state.prior_holds <= state.holds &&
+	       state.provisional >= 0 && state.provisional <= state.holds &&
+	       std::isfinite(state.pending) && (state.holds > 0 || state.pending == 0.0) &&
+	       (!state.unsettled || state.provisional > 0);
+}
+
+} /* namespace ratelimit::core */

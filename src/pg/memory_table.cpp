@@ -1,0 +1,492 @@
+/*
+ * src/pg/memory_table.cpp
+ *
+ * The memory engine's table: a fixed table of buckets in shared memory, in
+ * sets of kWays slots.  A bucket lives in the set its hash of (database,
+ * name, key) picks, under a seed drawn when the table is created (or the
+ * one saved at a clean shutdown, for a table of as many sets), in any of
+ * that set's slots.  A lookup recognises a bucket by its database, the
+ * lengths of its name and key and a 128-bit hash of them under that seed:
+ * it reads only the set's slot headers, which lie together.  Names and keys
+ * are kept in a separate array (or in the slot itself, when short), for the
+ * listing and the save file.  The table's size is ratelimit.memory_buckets,
+ * set when the server starts (the library in shared_preload_libraries);
+ * without preloading, from PostgreSQL 17, a named DSM segment of the
+ * default size, created on first use (shmem.cpp).
+ *
+ * Locking rules
+ * - Each set has a spinlock, held only for a few comparisons and the core's
+ *   arithmetic: finding a slot, deciding, writing the slot.  Nothing that
+ *   can raise an error or allocate runs under it.  FindWay, ClaimWay and
+ *   ForEachSlotOf's visits run under it; CopySlots takes it itself.
+ * - The redefinitions have a spinlock of their own (memory_undo.cpp), which
+ *   a set's spinlock may be held around, never the other way round.
+ * - A slot some open transaction holds (its escrow's holds > 0) is never
+ *   evicted or freed, so every undo record finds its slot.  generation
+ *   changes whenever a slot gets another bucket; the escrow's version
+ *   whenever its committed state does.
+ * - A new key takes a free slot of its set, else evicts a bucket that
+ *   forgetting changes no answer (core::Forgettable: nobody holds it, and it
+ *   is full under its limit, starts full and is not kept).
+ * - A clean shutdown (preloaded only) saves every bucket that is not
+ *   forgettable to pg_stat/ratelimit_memory.stat (mode 0600), with the
+ *   table's number of sets and seed, ending in a CRC-32C of the rest; the
+ *   next start loads and deletes it, if the control file says that
+ *   shutdown was clean and the CRC matches (else it loads nothing), and
+ *   takes that seed again if it has as many sets, so that every bucket fits
+ *   in its set again.  Saving runs in the postmaster as it exits, loading
+ *   as it starts, under AddinShmemInitLock, before any backend exists.
+ *   After a crash or an immediate shutdown nothing is saved, and the
+ *   buckets start afresh, as ratelimit.buckets, being unlogged, does.
+ */
+#include "pg/memory_table.hpp"
+
+#include <sys/stat.h>
+
+extern "C" {
+#include "catalog/pg_control.h"
+#include "common/controldata_utils.h"
+#include "port/pg_crc32c.h"
+#include "storage/fd.h"
+}
+
+#include "pg/shmem.hpp"
+
+namespace ratelimit::pg::memory {
+
+namespace {
+
+constexpr const char *kSaveFile = "pg_stat/ratelimit_memory.stat";
+constexpr const char *kSaveTempFile = "pg_stat/ratelimit_memory.tmp";
+
+/* Settings. */
+int memory_buckets = 10000;
+
+int
+SetsFor(int capacity)
+{
+	return (capacity + kWays - 1) / kWays;
+}
+
+Size
+TableSize(int capacity)
+{
+	const Size sets = SetsFor(capacity);
+	const Size headers =
+	    MAXALIGN(add_size(offsetof(MemoryTable, set), mul_size(sets, sizeof(Set))));
+	return add_size(headers, mul_size(mul_size(sets, kWays), kTextBytes));
+}
+
+Size
+TableSizeNow()
+{
+	return TableSize(memory_buckets);
+}
+
+void
+InitTable(void *memory)
+{
+	MemoryTable *table = static_cast<MemoryTable *>(memory);
+	table->sets = SetsFor(memory_buckets);
+	table->capacity = table->sets * kWays;
+	table->texts =
+	    MAXALIGN(add_size(offsetof(MemoryTable, set), mul_size(table->sets, sizeof(Set))));
+	if (!pg_strong_random(&table->seed, sizeof(table->seed)))
+		table->seed = static_cast<uint64>(GetCurrentTimestamp()) ^ static_cast<uint64>(MyProcPid);
+	pg_atomic_init_u64(&table->marks, 0);
+	pg_atomic_init_u32(&table->redefining, 0);
+	SpinLockInit(&table->redefinitions_mutex);
+	table->overflow = 0;
+	for (Redefinition &entry : table->redefinitions)
+		entry.database = InvalidOid;
+	for (int s = 0; s < table->sets; s++) {
+		SpinLockInit(&table->set[s].mutex);
+		for (int w = 0; w < kWays; w++)
+			table->set[s].slots[w] = Slot{};
+	}
+}
+
+uint64
+HashUnder(uint64 seed, Oid database, const char *name, int name_bytes, const char *key,
+          int key_bytes)
+{
+	uint64 hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(name), name_bytes,
+	                                  seed ^ database);
+	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(key), key_bytes, hash);
+}
+
+KeyHash
+SlotHash(uint64 seed, Oid database, const char *name, int name_bytes, const char *key,
+         int key_bytes)
+{
+	return KeyHash{HashUnder(seed, database, name, name_bytes, key, key_bytes),
+	               HashUnder(seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL, database, name,
+	                         name_bytes, key, key_bytes)};
+}
+
+/* Whether `slot` may be given to another bucket at `now`. */
+bool
+Evictable(const Slot &slot, TimestampTz now)
+{
+	return !slot.used || core::Forgettable(slot.escrow, slot.kept, now);
+}
+
+/* --- saving at a clean shutdown, loading at start ------------------------ */
+
+/* What the file holds of a bucket's limit: core::Limit's fields of the
+ * algebra, without the start balance (start_tokens). */
+struct SavedLimit {
+	double rate;
+	double burst;
+	int64 window_us;
+	int64 phase_us;
+	double floor_rate;
+	int64 penalty_us;
+};
+
+/* What the file holds of each bucket, before its name and key. */
+struct SavedBucket {
+	Oid database;
+	int name_bytes;
+	int key_bytes;
+	bool remembers; /* its limit starts a new key below full */
+	bool kept;
+	double start_tokens; /* what a new key starts with under its limit */
+	SavedLimit limit;
+	core::Bucket bucket;
+};
+
+/* The file's header. */
+struct SavedHeader {
+	uint32 magic;
+	uint32 bucket_bytes; /* sizeof(SavedBucket) */
+	int32 count;
+	int32 sets;  /* the table's sets */
+	uint64 seed; /* and its seed: a table of as many sets takes it again */
+};
+
+/* The file's format, numbered by hand: whenever a layout above changes (a
+ * static_assert below fails) or a field's meaning does, the magic number
+ * changes with it, so that a file of another format loads nothing. */
+constexpr uint32 kSaveMagic = 0x524C4D35; /* "RLM5" */
+static_assert(sizeof(SavedBucket) == 96, "the save file's bucket changed: change kSaveMagic");
+static_assert(sizeof(SavedHeader) == 24, "the save file's header changed: change kSaveMagic");
+
+/* The saved form of `slot`'s bucket. */
+SavedBucket
+SavedOf(const Slot &slot)
+{
+	const core::Limit &limit = slot.escrow.limit;
+	SavedBucket saved{};
+	saved.database = slot.database;
+	saved.name_bytes = slot.name_bytes;
+	saved.key_bytes = slot.key_bytes;
+	saved.remembers = core::Remembered(slot.escrow);
+	saved.kept = slot.kept;
+	saved.start_tokens = core::StartTokens(limit);
+	saved.limit = SavedLimit{limit.rate,     limit.burst,      limit.window_us,
+	                         limit.phase_us, limit.floor_rate, limit.penalty_us};
+	saved.bucket = slot.escrow.bucket;
+	return saved;
+}
+
+/* The limit `saved` was judged by. */
+core::Limit
+LimitOf(const SavedBucket &saved)
+{
+	core::Limit limit{saved.limit.rate, saved.limit.burst};
+	limit.window_us = saved.limit.window_us;
+	limit.phase_us = saved.limit.phase_us;
+	limit.floor_rate = saved.limit.floor_rate;
+	limit.penalty_us = saved.limit.penalty_us;
+	limit.has_initial = true;
+	limit.initial = saved.start_tokens;
+	return limit;
+}
+
+/* Whether forgetting `slot` would change an answer. */
+bool
+WorthSaving(const Slot &slot, TimestampTz now)
+{
+	return slot.used && !slot.escrow.absent && !Evictable(slot, now);
+}
+
+/* Whether the server's last shutdown was clean: the control file says so
+ * once the shutdown checkpoint is written (not after an immediate one). */
+bool
+ShutdownWasClean()
+{
+	bool crc_ok = false;
+	ControlFileData *control = get_controlfile(DataDir, &crc_ok);
+	return crc_ok &&
+	       (control->state == DB_SHUTDOWNED || control->state == DB_SHUTDOWNED_IN_RECOVERY);
+}
+
+void
+SaveBuckets(int code, Datum)
+{
+	MemoryTable *table = AttachedTable();
+	if (code != 0 || table == NULL || !ShutdownWasClean())
+		return;
+	FILE *file = AllocateFile(kSaveTempFile, PG_BINARY_W);
+	if (file == NULL) {
+		ereport(LOG, (errcode_for_file_access(),
+		              errmsg("could not write file \"%s\": %m", kSaveTempFile)));
+		return;
+	}
+	const TimestampTz now = GetCurrentTimestamp();
+	SavedHeader header{kSaveMagic, sizeof(SavedBucket), 0, table->sets, table->seed};
+	for (int s = 0; s < table->sets; s++)
+		for (int w = 0; w < kWays; w++)
+			header.count += WorthSaving(table->set[s].slots[w], now);
+	pg_crc32c crc;
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, &header, sizeof(header));
+	/* The seed is the server's secret, whatever the data directory's mode. */
+	bool ok = fchmod(fileno(file), S_IRUSR | S_IWUSR) == 0 &&
+	          fwrite(&header, sizeof(header), 1, file) == 1;
+	for (int s = 0; ok && s < table->sets; s++)
+		for (int w = 0; ok && w < kWays; w++) {
+			const Slot &slot = table->set[s].slots[w];
+			if (!WorthSaving(slot, now))
+				continue;
+			const SavedBucket saved = SavedOf(slot);
+			const char *text = TextOf(table, s, w);
+			const size_t bytes = slot.name_bytes + slot.key_bytes;
+			COMP_CRC32C(crc, &saved, sizeof(saved));
+			COMP_CRC32C(crc, text, bytes);
+			ok = fwrite(&saved, sizeof(saved), 1, file) == 1 &&
+			     fwrite(text, 1, bytes, file) == bytes;
+		}
+	FIN_CRC32C(crc);
+	ok = ok && fwrite(&crc, sizeof(crc), 1, file) == 1;
+	if (FreeFile(file) != 0)
+		ok = false;
+	if (!ok) {
+		ereport(LOG, (errcode_for_file_access(),
+		              errmsg("could not write file \"%s\": %m", kSaveTempFile)));
+		unlink(kSaveTempFile);
+		return;
+	}
+	(void)durable_rename(kSaveTempFile, kSaveFile, LOG);
+}
+
+/* Whether `file` ends in the CRC-32C of everything before it; leaves it at
+ * its start. */
+bool
+SaveFileIntact(FILE *file)
+{
+	if (fseek(file, 0, SEEK_END) != 0)
+		return false;
+	const long size = ftell(file);
+	if (size < static_cast<long>(sizeof(SavedHeader) + sizeof(pg_crc32c)) ||
+	    fseek(file, 0, SEEK_SET) != 0)
+		return false;
+	pg_crc32c crc;
+	INIT_CRC32C(crc);
+	char chunk[8192];
+	for (long left = size - static_cast<long>(sizeof(pg_crc32c)); left > 0;) {
+		const size_t want = Min(static_cast<size_t>(left), sizeof(chunk));
+		if (fread(chunk, 1, want, file) != want)
+			return false;
+		COMP_CRC32C(crc, chunk, want);
+		left -= static_cast<long>(want);
+	}
+	FIN_CRC32C(crc);
+	pg_crc32c stored;
+	if (fread(&stored, sizeof(stored), 1, file) != 1 || !EQ_CRC32C(crc, stored))
+		return false;
+	return fseek(file, 0, SEEK_SET) == 0;
+}
+
+void
+LoadSavedBuckets(MemoryTable *table)
+{
+	FILE *file = AllocateFile(kSaveFile, PG_BINARY_R);
+	if (file == NULL) {
+		if (errno != ENOENT)
+			ereport(LOG, (errcode_for_file_access(),
+			              errmsg("could not read file \"%s\": %m", kSaveFile)));
+		return;
+	}
+	/* Saved at the last shutdown only if it was clean: otherwise the file
+	 * is older than what happened since, and the buckets start afresh.
+	 * A file whose CRC does not match loads nothing. */
+	SavedHeader header;
+	bool ok = ShutdownWasClean() && SaveFileIntact(file) &&
+	          fread(&header, sizeof(header), 1, file) == 1 && header.magic == kSaveMagic &&
+	          header.bucket_bytes == sizeof(SavedBucket) && header.count >= 0;
+	/* With as many sets as before, the seed of before puts every bucket
+	 * back in the set it fitted in; otherwise they are placed afresh, and
+	 * some may find no room. */
+	if (ok && header.sets == table->sets)
+		table->seed = header.seed;
+	int32 loaded = 0;
+	int32 read = 0;
+	for (; ok && read < header.count; read++) {
+		SavedBucket saved;
+		char text[kTextBytes];
+		ok = fread(&saved, sizeof(saved), 1, file) == 1 && saved.name_bytes >= 0 &&
+		     saved.name_bytes <= kMaxNameBytes && saved.key_bytes >= 0 &&
+		     saved.key_bytes <= kMaxKeyBytes &&
+		     fread(text, 1, saved.name_bytes + saved.key_bytes, file) ==
+		         static_cast<size_t>(saved.name_bytes + saved.key_bytes);
+		if (!ok)
+			break;
+		const KeyHash hash = SlotHash(table->seed, saved.database, text, saved.name_bytes,
+		                              text + saved.name_bytes, saved.key_bytes);
+		const int s = static_cast<int>(hash.hash % static_cast<uint64>(table->sets));
+		int way = -1;
+		for (int w = 0; w < kWays && way < 0; w++)
+			if (!table->set[s].slots[w].used)
+				way = w;
+		if (way < 0)
+			continue; /* a smaller table than before: no room */
+		Slot &slot = table->set[s].slots[way];
+		slot.used = true;
+		slot.kept = saved.kept;
+		slot.kept_by = 0;
+		slot.hash = hash.hash;
+		slot.check = hash.check;
+		slot.database = saved.database;
+		slot.name_bytes = saved.name_bytes;
+		slot.key_bytes = saved.key_bytes;
+		slot.escrow = core::SettledEscrow(saved.bucket, LimitOf(saved));
+		memcpy(TextOf(table, s, way), text, saved.name_bytes + saved.key_bytes);
+		loaded++;
+	}
+	FreeFile(file);
+	if (!ok)
+		ereport(LOG, (errmsg("memory buckets in \"%s\" not loaded from number %d on: the file "
+		                     "is damaged, or from another version or an unclean shutdown",
+		                     kSaveFile, read + 1)));
+	else if (loaded < header.count)
+		ereport(LOG, (errmsg("%d of the %d memory buckets in \"%s\" found no room",
+		                     header.count - loaded, header.count, kSaveFile)));
+	/* Loaded once: after a crash the buckets start afresh. */
+	(void)durable_unlink(kSaveFile, LOG);
+}
+
+/* The table's startup in the postmaster: loads what the last clean
+ * shutdown saved into the table just created, and saves the buckets when
+ * the postmaster shuts down cleanly. */
+void
+StartTable(void *memory, bool created)
+{
+	if (created)
+		LoadSavedBuckets(static_cast<MemoryTable *>(memory));
+	if (!IsUnderPostmaster)
+		on_shmem_exit(SaveBuckets, (Datum)0);
+}
+
+SharedSegment segment = {"ratelimit_memory", TableSizeNow, InitTable, StartTable, NULL, false};
+
+} /* namespace */
+
+MemoryTable *
+Table()
+{
+	return static_cast<MemoryTable *>(SharedSegmentMemory(&segment));
+}
+
+MemoryTable *
+RequireTable()
+{
+	MemoryTable *table = Table();
+	if (table == NULL)
+		ReportMemoryUnavailable();
+	return table;
+}
+
+MemoryTable *
+AttachedTable()
+{
+	return static_cast<MemoryTable *>(segment.memory);
+}
+
+void
+DefineMemoryTable()
+{
+	DefineCustomIntVariable(
+	    "ratelimit.memory_buckets", "How many buckets the memory engine holds.",
+	    "Each takes about 1.5 kB of shared memory.  A key may use one of 16 places picked by its "
+	    "hash.  Without shared_preload_libraries (PostgreSQL 17 and later), 10000.",
+	    &memory_buckets, 10000, kWays, 10000000, PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	RequestSharedSegment(&segment);
+}
+
+char *
+TextOf(MemoryTable *table, int set, int way)
+{
+	Slot &slot = table->set[set].slots[way];
+	if (slot.name_bytes + slot.key_bytes <= kInlineBytes)
+		return slot.inline_text;
+	return reinterpret_cast<char *>(table) + table->texts +
+	       (static_cast<Size>(set) * kWays + way) * kTextBytes;
+}
+
+BucketName
+NameOf(MemoryTable *table, text *name, text *key)
+{
+	BucketName id;
+	id.name = VARDATA_ANY(name);
+	id.name_bytes = VARSIZE_ANY_EXHDR(name);
+	id.key = VARDATA_ANY(key);
+	id.key_bytes = VARSIZE_ANY_EXHDR(key);
+	id.hash = SlotHash(table->seed, MyDatabaseId, id.name, id.name_bytes, id.key, id.key_bytes);
+	id.set = static_cast<int>(id.hash.hash % static_cast<uint64>(table->sets));
+	return id;
+}
+
+int
+FindWay(MemoryTable *table, const BucketName &id)
+{
+	Set *set = &table->set[id.set];
+	for (int w = 0; w < kWays; w++) {
+		const Slot &slot = set->slots[w];
+		if (slot.used && slot.hash == id.hash.hash && slot.check == id.hash.check &&
+		    slot.database == MyDatabaseId && slot.name_bytes == id.name_bytes &&
+		    slot.key_bytes == id.key_bytes)
+			return w;
+	}
+	return -1;
+}
+
+int
+ClaimWay(Set *set, TimestampTz now)
+{
+	for (int w = 0; w < kWays; w++)
+		if (!set->slots[w].used)
+			return w;
+	for (int w = 0; w < kWays; w++)
+		if (Evictable(set->slots[w], now))
+			return w;
+	return -1;
+}
+
+int
+CopySlots(MemoryTable *table, int s, text *name, SlotCopy *copies)
+{
+	const char *name_data = name != NULL ? VARDATA_ANY(name) : NULL;
+	const int name_bytes = name != NULL ? VARSIZE_ANY_EXHDR(name) : 0;
+	Set *set = &table->set[s];
+	int count = 0;
+	SpinLockAcquire(&set->mutex);
+	for (int w = 0; w < kWays; w++) {
+		const Slot &slot = set->slots[w];
+		if (!slot.used || slot.database != MyDatabaseId)
+			continue;
+		const char *text = TextOf(table, s, w);
+		if (name != NULL &&
+		    (slot.name_bytes != name_bytes || memcmp(text, name_data, name_bytes) != 0))
+			continue;
+		copies[count].way = w;
+		copies[count].slot = slot;
+		memcpy(copies[count].text, text, slot.name_bytes + slot.key_bytes);
+		count++;
+	}
+	SpinLockRelease(&set->mutex);
+	return count;
+}
+
+} /* namespace ratelimit::pg::memory */
