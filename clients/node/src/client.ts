@@ -129,6 +129,14 @@ export class RateLimiter {
 
   constructor(pool: Queryable, options: RateLimiterOptions = {}) {
     this.pool = pool;
+    // pg's Pool emits 'error' when an idle connection is lost (the server
+    // restarted, say); unheard, that would end the process. The next query
+    // makes a new connection.
+    const emitter = pool as Partial<import('node:events').EventEmitter>;
+    if (typeof emitter.on === 'function' && typeof emitter.listenerCount === 'function' &&
+        emitter.listenerCount('error') === 0) {
+      emitter.on('error', () => {});
+    }
     this.acquireTimeoutMillis = options.acquireTimeoutMillis ?? 5000;
     const s = options.schema ? quoteIdent(options.schema) + '.' : '';
     // Arguments cast to the functions' own types, so that no overload with

@@ -8,7 +8,10 @@ import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import type { PoolLike, Queryable } from '../src';
 
-const SCRIPT = join(__dirname, '..', '..', '..', '..', 'portable', 'ratelimit_portable--0.3.0.sql');
+// The repository's copy (from build/test), or RL_PORTABLE_SCRIPT when the
+// package is tested outside the repository.
+const SCRIPT = process.env.RL_PORTABLE_SCRIPT ||
+  join(__dirname, '..', '..', '..', '..', 'portable', 'ratelimit_portable--0.3.0.sql');
 
 export async function portableDatabase(schema = 'limits'): Promise<PGlite> {
   const db = await PGlite.create();
