@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The application examples (examples/node, examples/python), each started
-# against a database of its own on the throwaway cluster and driven over real
-# HTTP on 127.0.0.1:
+# The application examples (examples/node: Express, examples/python:
+# FastAPI, each on the client package of clients/, installed from the
+# checkout as users install it), each started against a database of its own
+# on the throwaway cluster and driven over real HTTP on 127.0.0.1:
 #
 #   - GET /api: 200s while the burst lasts, with the RateLimit-Policy and
 #     RateLimit values the decision gives, then 429 with Retry-After;
@@ -16,22 +17,27 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 # shellcheck source=scripts/lib.sh
 . scripts/lib.sh
+# shellcheck source=test/cluster/clients/lib.sh
+. test/cluster/clients/lib.sh
 
 rl_require_install
-# Debian's python3 (/usr/bin/python3), the one python3-psycopg is for.
-rl_install_packages python3 python3-psycopg python3-psycopg-pool curl
+# Debian's python3 (/usr/bin/python3), the one these packages are for.
+rl_install_packages python3 python3-venv python3-pip python3-setuptools python3-wheel \
+    python3-psycopg python3-psycopg-pool python3-fastapi python3-starlette python3-uvicorn curl
 command -v node >/dev/null && command -v npm >/dev/null || rl_install_packages nodejs npm
 
 work=$(mktemp -d /tmp/ratelimit-apps.XXXXXX)
+chmod 755 "$work"
 rl_at_exit "rm -rf '$work'"
 
-# node-postgres, at the version package-lock.json pins, outside the checkout.
-cp examples/node/package.json examples/node/package-lock.json "$work/"
-if ! (cd "$work" && npm ci --no-audit --no-fund --loglevel=error) >"$work/npm.log" 2>&1; then
-    cat "$work/npm.log"
-    rl_die "npm ci failed"
-fi
-export NODE_PATH=$work/node_modules
+# Express and node-postgres at the versions package-lock.json pins, and
+# pg-ratelimit from its packed tarball, outside the checkout.
+clients_node_copy "$work/node-pkg"
+mkdir "$work/node-app"
+cp examples/node/package.json examples/node/package-lock.json examples/node/server.js "$work/node-app/"
+clients_node_install "$work/node-pkg" "$work/node-app"
+# pg_ratelimit from its wheel, in a venv over Debian's FastAPI and psycopg.
+clients_python_venv "$work"
 
 cluster_start
 
@@ -50,16 +56,17 @@ rl_at_exit stop_app
 start_app() {
     local language=$1 tries=0
     shift
+    : >"$work/$language.log"
     case $language in
-        node) env "$@" HOST=127.0.0.1 PORT=0 node examples/node/server.js \
+        node) env "$@" HOST=127.0.0.1 PORT=0 node "$work/node-app/server.js" \
                   >"$work/$language.log" 2>&1 & ;;
-        python) env "$@" HOST=127.0.0.1 PORT=0 /usr/bin/python3 examples/python/server.py \
+        python) env "$@" HOST=127.0.0.1 PORT=0 "$CLIENTS_PY" examples/python/server.py \
                   >"$work/$language.log" 2>&1 & ;;
     esac
     APP_PID=$!
     APP_PORT=
     until [ -n "$APP_PORT" ]; do
-        APP_PORT=$(sed -n 's|^listening on http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$work/$language.log")
+        APP_PORT=$(sed -n 's|^listening on http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$work/$language.log" || true)
         tries=$((tries + 1))
         if [ "$tries" -gt 100 ] || ! kill -0 "$APP_PID" 2>/dev/null; then
             cat "$work/$language.log"
@@ -125,14 +132,14 @@ for language in node python; do
     expect "$language: order with an item" "$(request POST '/orders?item=book')" '201\|"orders";q=2;w=60\|"orders";r=1;t=30\|'
     expect "$language: second order" "$(request POST '/orders?item=pen')" '201\|"orders";q=2;w=60\|"orders";r=0;t=[0-9]+\|'
     expect "$language: third order: denied" "$(request POST '/orders?item=ink')" '429\|"orders";q=2;w=60\|"orders";r=0;t=[0-9]+\|(30|2[0-9])'
-    stored=$(psql -X -A -t -d "$db" -c "SELECT string_agg(item, ',' ORDER BY id) FROM orders")
-    expect "$language: orders stored" "$stored" 'book,pen'
+    stored=$(psql -X -A -t -d "$db" -c "SELECT string_agg(client || ' ' || item, ',' ORDER BY id) FROM orders")
+    expect "$language: orders stored, with the client's key" "$stored" 'ip:127\.0\.0\.1 book,ip:127\.0\.0\.1 pen'
     stop_app
 
     # The database unreachable (a port nothing listens on).
     dead_port=$(rl_pick_port)
     start_app "$language" PGDATABASE="$db" PGPORT="$dead_port"
-    expect "$language: unreachable, failing closed" "$(request GET /api)" '503\|\|\|5'
+    expect "$language: unreachable, failing closed" "$(request GET /api)" '503\|\|\|1'
     stop_app
     start_app "$language" PGDATABASE="$db" PGPORT="$dead_port" RATELIMIT_FAIL=open
     expect "$language: unreachable, failing open" "$(request GET /api)" '200\|\|\|'

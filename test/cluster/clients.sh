@@ -23,6 +23,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 # shellcheck source=scripts/lib.sh
 . scripts/lib.sh
+# shellcheck source=test/cluster/clients/lib.sh
+. test/cluster/clients/lib.sh
 
 rl_require_install
 # Debian's python3 (/usr/bin/python3), the one these packages are for.
@@ -39,21 +41,8 @@ started=$SECONDS
 # ---------------------------------------------------------------------------
 # The packages, built and installed from the checkout
 
-# npm_quiet DIR ARGS...: npm in DIR, its output shown only when it fails.
-npm_quiet() {
-    local dir=$1
-    shift
-    if ! (cd "$dir" && npm --no-audit --no-fund --loglevel=error "$@") >"$work/npm.log" 2>&1; then
-        cat "$work/npm.log"
-        rl_die "npm $* failed in $dir"
-    fi
-}
-
 rl_log "clients/node: npm ci, tests against PGlite, npm pack"
-mkdir "$work/node-pkg"
-cp -r clients/node/package.json clients/node/package-lock.json clients/node/tsconfig.json \
-    clients/node/tsconfig.build.json clients/node/README.md clients/node/src clients/node/test "$work/node-pkg/"
-npm_quiet "$work/node-pkg" ci
+clients_node_copy "$work/node-pkg"
 t0=$SECONDS
 if (export RL_PORTABLE_SCRIPT=$PWD/portable/ratelimit_portable--0.3.0.sql && cd "$work/node-pkg" && npm test) \
         >"$work/node-test.log" 2>&1; then
@@ -63,25 +52,13 @@ else
     grep -vE '^\s*(duration_ms|\.\.\.|---)' "$work/node-test.log" | tail -60
     rl_expect "clients/node: npm test failed" false
 fi
-npm_quiet "$work/node-pkg" pack --pack-destination "$work"
-tarball=$(ls "$work"/pg-ratelimit-*.tgz)
 mkdir "$work/app"
 cp test/cluster/clients/package.json test/cluster/clients/package-lock.json test/cluster/clients/node_app.js "$work/app/"
-npm_quiet "$work/app" ci
-npm_quiet "$work/app" install --no-save "$tarball"
-rl_expect "pg-ratelimit is installed from the tarball, not linked" \
-    test -f "$work/app/node_modules/pg-ratelimit/dist/index.d.ts" -a ! -L "$work/app/node_modules/pg-ratelimit"
+clients_node_install "$work/node-pkg" "$work/app"
 
 rl_log "clients/python: a wheel, installed offline into a venv"
-cp -r clients/python "$work/py-src"
-/usr/bin/python3 -m pip wheel --no-deps --no-build-isolation --no-index -q -w "$work/wheel" "$work/py-src" \
-    >"$work/wheel.log" 2>&1 || { cat "$work/wheel.log"; rl_die "the wheel did not build"; }
-/usr/bin/python3 -m venv --system-site-packages "$work/venv"
-"$work/venv/bin/pip" install -q --no-index --no-deps "$work"/wheel/pg_ratelimit-*.whl
-py=$work/venv/bin/python
-rl_expect "pg_ratelimit is imported from the venv" \
-    "$py" -c "import pg_ratelimit, sys; sys.exit(not pg_ratelimit.__file__.startswith('$work/venv/'))"
-t0=$SECONDS
+clients_python_venv "$work"
+py=$CLIENTS_PY
 if (cd "$work" && "$py" -m pytest -q -p no:cacheprovider "$work/py-src/tests") >"$work/py-test.log" 2>&1; then
     echo "clients/python: $(tail -n 1 "$work/py-test.log")"
 else
