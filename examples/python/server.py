@@ -31,10 +31,11 @@ from pg_ratelimit.asgi import RateLimit
 
 # At most 10 connections, 3 s to get one; a statement that takes longer
 # than 5 s fails rather than holding a request.
+# The limiter opens the pool at its first use.
 pool = AsyncConnectionPool("", min_size=1, max_size=10, timeout=3, open=False, kwargs={
     "autocommit": True, "connect_timeout": 3, "options": "-c statement_timeout=5s"})
 limiter = AsyncRateLimiter(pool)
-app = FastAPI(on_startup=[pool.open], on_shutdown=[pool.close])
+app = FastAPI(on_shutdown=[pool.close])
 FAIL = "open" if os.environ.get("RATELIMIT_FAIL") == "open" else "closed"
 
 

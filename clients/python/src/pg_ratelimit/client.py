@@ -4,6 +4,7 @@ ratelimit extension or the portable limiter alike."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import Any, Iterator, AsyncIterator, Optional, Sequence, Tuple
 
@@ -110,7 +111,18 @@ class RateLimiter(_Base):
 
 class AsyncRateLimiter(_Base):
     """The same over a ``psycopg_pool.AsyncConnectionPool``; ``conn`` a
-    psycopg AsyncConnection."""
+    psycopg AsyncConnection. A pool made with ``open=False`` (an async pool
+    can only open inside the event loop) is opened at its first use, once."""
+
+    _opening = None
+
+    async def _pool(self):
+        if self._opening is None:
+            # One opening, which concurrent first calls all wait for.
+            self._opening = asyncio.ensure_future(
+                self.pool.open() if getattr(self.pool, "closed", False) else asyncio.sleep(0))
+        await self._opening
+        return self.pool
 
     async def take(self, name: str, key: str, cost: float = 1, *, max_wait: Optional[float] = None,
                    conn=None) -> Decision:
@@ -132,7 +144,7 @@ class AsyncRateLimiter(_Base):
                           max_wait: Optional[float] = None) -> AsyncIterator[Tuple[Any, Decision]]:
         """As RateLimiter.transaction, for ``async with``."""
         try:
-            cm = self.pool.connection()
+            cm = (await self._pool()).connection()
             conn = await cm.__aenter__()
         except Exception as err:
             unavailable = await self._unavailable(err)
@@ -156,7 +168,7 @@ class AsyncRateLimiter(_Base):
                 async with conn.cursor() as cur:
                     await cur.execute(sql, args)
                     return await cur.fetchone()
-            async with self.pool.connection() as pooled:
+            async with (await self._pool()).connection() as pooled:
                 cur = await pooled.execute(sql, args)
                 return await cur.fetchone()
         except Exception as err:
