@@ -8,7 +8,8 @@
 #     test/cluster/clients/package-lock.json;
 #   - clients/python: a wheel built offline (pip wheel --no-build-isolation,
 #     Debian's setuptools), installed with pip --no-index into a venv over
-#     Debian's FastAPI, uvicorn, Django and psycopg; its own tests run there;
+#     Debian's FastAPI, uvicorn, Django and psycopg; its own tests run there,
+#     against a database with the extension and one with the portable limiter;
 #   - four apps (test/cluster/clients/): Express and FastAPI against the
 #     extension, Fastify and Django against the portable limiter
 #     (ratelimit_portable in schema "limits"), each in a database of its own:
@@ -59,12 +60,6 @@ clients_node_install "$work/node-pkg" "$work/app"
 rl_log "clients/python: a wheel, installed offline into a venv"
 clients_python_venv "$work"
 py=$CLIENTS_PY
-if (cd "$work" && "$py" -m pytest -q -p no:cacheprovider "$work/py-src/tests") >"$work/py-test.log" 2>&1; then
-    echo "clients/python: $(tail -n 1 "$work/py-test.log")"
-else
-    cat "$work/py-test.log"
-    rl_expect "clients/python: pytest failed" false
-fi
 
 # ---------------------------------------------------------------------------
 # The apps
@@ -98,7 +93,7 @@ start_app() {
     shift
     : >"$work/$app.log"
     case $app in
-        express|fastify) (cd "$work/app" && exec env "$@" FRAMEWORK="$app" node node_app.js) \
+        express|fastify) (cd "$work/app" && exec env "$@" FRAMEWORK="$app" NODE_ENV=production node node_app.js) \
                              >"$work/$app.log" 2>&1 & ;;
         fastapi|django) (cd test/cluster/clients && exec env "$@" "$py" "${app}_app.py") \
                              >"$work/$app.log" 2>&1 & ;;
@@ -159,24 +154,42 @@ server_start() {
         >/dev/null
 }
 
-for app in express fastify fastapi django; do
-    echo "== $app"
-    db=app_$app
-    case $app in
-        express|fastapi) limiter=ratelimit schema= ;;
-        *) limiter=ratelimit_portable schema=limits ;;
-    esac
+# create_database DB SCHEMA: DB with the extension (no SCHEMA) or the
+# portable limiter (in SCHEMA), the policies and the orders table.
+create_database() {
+    db=$1 schema=$2
     q=${schema:+$schema.}
     psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE $db"
     if [ -n "$schema" ]; then
-        sql "CREATE SCHEMA $schema; CREATE EXTENSION $limiter SCHEMA $schema"
+        sql "CREATE SCHEMA $schema; CREATE EXTENSION ratelimit_portable SCHEMA $schema"
     else
-        sql "CREATE EXTENSION $limiter"
+        sql "CREATE EXTENSION ratelimit"
     fi
     sql "SELECT ${q}rate_limit_define('api', 5, '1 minute', burst => 3);
          SELECT ${q}rate_limit_define('orders', 2, '1 minute');
          SELECT ${q}rate_limit_define('bytes', 1000, '1 day');
          CREATE TABLE orders (id bigserial PRIMARY KEY, item text NOT NULL CHECK (item <> ''))" >/dev/null
+}
+
+# The Python package's tests, without and with a database of each kind.
+for schema in '' limits; do
+    create_database "client_tests${schema:+_$schema}" "$schema"
+    log=$work/py-test${schema:+-$schema}.log
+    if (cd "$work" && RL_TEST_DSN="dbname=$db" RL_TEST_SCHEMA=$schema \
+            "$py" -m pytest -q -p no:cacheprovider "$work/py-src/tests") >"$log" 2>&1; then
+        echo "clients/python on ${schema:+the portable limiter in }${schema:-the extension}: $(tail -n 1 "$log")"
+    else
+        cat "$log"
+        rl_expect "clients/python: pytest failed on ${schema:-the extension}" false
+    fi
+done
+
+for app in express fastify fastapi django; do
+    echo "== $app"
+    case $app in
+        express|fastapi) create_database "app_$app" '' ;;
+        *) create_database "app_$app" limits ;;
+    esac
 
     start_app "$app" PGDATABASE="$db" RL_SCHEMA="$schema"
     # "api": 5 a minute, burst 3; r is what remains, t the seconds until more.

@@ -15,7 +15,7 @@ before(async () => {
   await db.exec(`
     SELECT limits.rate_limit_define('api', 5, '1 minute', burst => 3);
     SELECT limits.rate_limit_define('orders', 2, '1 minute');
-    SELECT limits.rate_limit_define('llm', 3600, '1 hour', burst => 10, max_reserved => 5);
+    SELECT limits.rate_limit_define('llm', 10, '1 hour', burst => 10, max_reserved => 5);
     CREATE TABLE orders (id serial PRIMARY KEY, item text NOT NULL CHECK (item <> ''));`);
   limiter = new RateLimiter(asPool(db), { schema: 'limits' });
 });
@@ -55,9 +55,11 @@ test('a reservation waits, within maxWait', async () => {
   assert.equal((await limiter.take('llm', 'team:1', { cost: 10 })).allowed, true);
   const none = await limiter.take('llm', 'team:1', { cost: 4 });
   assert.equal(none.allowed, false);
-  const reserved = await limiter.take('llm', 'team:1', { cost: 4, maxWait: 10 });
+  // One token every 360 s: 4 tokens are 1440 s away.
+  assert.equal((await limiter.take('llm', 'team:1', { cost: 4, maxWait: 1400 })).allowed, false);
+  const reserved = await limiter.take('llm', 'team:1', { cost: 4, maxWait: 1500 });
   assert.equal(reserved.allowed, true);
-  assert.ok(reserved.retryAfter > 3 && reserved.retryAfter <= 4, `retryAfter ${reserved.retryAfter}`);
+  assert.ok(reserved.retryAfter > 1430 && reserved.retryAfter <= 1440, `retryAfter ${reserved.retryAfter}`);
   assert.ok(reserved.remaining < -3.9, `remaining ${reserved.remaining}`);
   await assert.rejects(limiter.take('llm', 'team:1', { maxWait: -1 }), RangeError);
 });
