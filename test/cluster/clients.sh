@@ -28,11 +28,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 . test/cluster/clients/lib.sh
 
 rl_require_install
-# Debian's python3 (/usr/bin/python3), the one these packages are for.
-rl_install_packages python3 python3-venv python3-pip python3-setuptools python3-wheel \
-    python3-psycopg python3-psycopg-pool python3-psycopg2 python3-fastapi python3-starlette \
-    python3-uvicorn python3-django python3-pytest curl
-command -v node >/dev/null && command -v npm >/dev/null || rl_install_packages nodejs npm
+clients_packages python3-django python3-psycopg2 python3-pytest
 
 work=$(mktemp -d /tmp/ratelimit-clients.XXXXXX)
 chmod 755 "$work"
@@ -66,15 +62,6 @@ py=$CLIENTS_PY
 
 cluster_start
 
-APP_PID=
-stop_app() {
-    if [ -n "$APP_PID" ]; then
-        kill "$APP_PID" 2>/dev/null || true
-        wait "$APP_PID" 2>/dev/null || true
-        APP_PID=
-    fi
-}
-rl_at_exit stop_app
 HOLDER_PID=
 stop_holder() {
     if [ -n "$HOLDER_PID" ]; then
@@ -86,51 +73,16 @@ stop_holder() {
 }
 rl_at_exit stop_holder
 
-# start_app APP [VAR=VALUE...]: the app in the background; waits until it
-# prints the port it listens on.
+# start_app APP [VAR=VALUE...]: the app, with these settings, in the background.
 start_app() {
-    local app=$1 tries=0
+    local app=$1
     shift
-    : >"$work/$app.log"
     case $app in
-        express|fastify) (cd "$work/app" && exec env "$@" FRAMEWORK="$app" NODE_ENV=production node node_app.js) \
-                             >"$work/$app.log" 2>&1 & ;;
-        fastapi|django) (cd test/cluster/clients && exec env "$@" "$py" "${app}_app.py") \
-                             >"$work/$app.log" 2>&1 & ;;
+        express|fastify) app_start "$app" sh -c 'cd "$1" && shift && exec env "$@" node node_app.js' - \
+                             "$work/app" "$@" FRAMEWORK="$app" NODE_ENV=production ;;
+        fastapi|django) app_start "$app" sh -c 'cd "$1" && shift && exec env "$@"' - \
+                            test/cluster/clients "$@" "$py" "${app}_app.py" ;;
     esac
-    APP_PID=$!
-    APP_PORT=
-    until [ -n "$APP_PORT" ]; do
-        APP_PORT=$(sed -n 's|^listening on http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$work/$app.log" || true)
-        tries=$((tries + 1))
-        if [ "$tries" -gt 200 ] || ! kill -0 "$APP_PID" 2>/dev/null; then
-            cat "$work/$app.log"
-            rl_die "the $app app did not start"
-        fi
-        [ -n "$APP_PORT" ] || sleep 0.1
-    done
-}
-
-# request METHOD PATH [CURL ARGS...]: prints
-# "STATUS|RateLimit-Policy|RateLimit|Retry-After|BODY".
-request() {
-    local method=$1 path=$2 out
-    shift 2
-    out=$(mktemp "$work/reply.XXXXXX")
-    curl -s --max-time 30 -o "$out.body" -D "$out" -X "$method" "$@" \
-        "http://127.0.0.1:$APP_PORT$path" >/dev/null || true
-    awk -F': ' -v body="$(head -c 200 "$out.body" 2>/dev/null | tr -d '\n')" '
-        NR == 1 { split($0, s, " "); status = s[2] }
-        { sub(/\r$/, "", $2); h[tolower($1)] = $2 }
-        END { printf "%s|%s|%s|%s|%s\n", status, h["ratelimit-policy"], h["ratelimit"], h["retry-after"], body }
-    ' "$out"
-    rm -f "$out" "$out.body"
-}
-
-# expect WHAT GOT WANTED (an extended regular expression, whole).
-expect() {
-    printf '%-64s %s\n' "$1" "$2"
-    rl_expect "$1: got '$2', expected /$3/" grep -qxE -- "$3" <<<"$2"
 }
 
 sql() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d "$db" -c "$1"; }
@@ -289,7 +241,7 @@ for app in express fastify fastapi django; do
     done
     expect "$app: database started again: limited again (after $tries tries)" "$got" \
         '200\|"api";q=5;w=60\|"api";r=2;t=12\|\|served'
-    stop_app
+    app_stop
 done
 
 echo "clients.sh: $((SECONDS - started)) s"
