@@ -23,26 +23,56 @@ OBJS = \
 	src/pg/stats.o \
 	src/pg/storage.o \
 	src/pg/take_all.o
-# The portable limiter as an extension with no C module: the current
-# version's script made from portable/*.sql (portable/ratelimit.sql is the
-# psql script); the scripts of released versions are kept as they were.
+# The current version's scripts are made by scripts/sql-script from psql
+# scripts that include the shared sources of sql/src/ (see sql/src/README):
+# the native install script from sql/ratelimit.sql, the portable limiter's
+# (an extension with no C module) from portable/ratelimit.sql, its psql
+# script, and the upgrade scripts to the current version from
+# update--<from>--<version>.sql in each directory.  The scripts of released
+# versions are kept as they were: once a version is released, its scripts
+# are committed and its update--*.sql templates go.
+NATIVE_SCRIPT = sql/$(EXTENSION)--$(EXTVERSION).sql
 PORTABLE_SCRIPT = portable/ratelimit_portable--$(EXTVERSION).sql
-DATA = $(wildcard sql/$(EXTENSION)--*.sql) ratelimit_portable.control \
-	$(filter-out $(PORTABLE_SCRIPT),$(wildcard portable/ratelimit_portable--*.sql))
-DATA_built = $(PORTABLE_SCRIPT)
+NATIVE_UPGRADES = $(patsubst sql/update--%,sql/$(EXTENSION)--%,$(wildcard sql/update--*.sql))
+PORTABLE_UPGRADES = $(patsubst portable/update--%,portable/ratelimit_portable--%,$(wildcard portable/update--*.sql))
+DATA_built = $(NATIVE_SCRIPT) $(PORTABLE_SCRIPT) $(NATIVE_UPGRADES) $(PORTABLE_UPGRADES)
+DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql portable/ratelimit_portable--*.sql)) \
+	ratelimit_portable.control
+SQL_SOURCES = $(wildcard sql/src/*.sql) scripts/sql-script
+NATIVE_SOURCES = sql/names.sql $(SQL_SOURCES)
+PORTABLE_SOURCES = $(filter-out portable/ratelimit_portable--%,$(wildcard portable/*.sql)) $(SQL_SOURCES)
 PGFILEDESC = "ratelimit - transactional rate limiter"
 
-# Regression inputs live in test/sql, expected output in ./expected.  No test
-# may be named like a file in ./sql: pg_regress looks there first.
-REGRESS = $(filter-out portable_setup portable_reinstall portable_maintenance,$(patsubst test/sql/%.sql,%,$(sort $(wildcard test/sql/*.sql))))
+# Regression tests live by what they cover, each directory of test/sql with
+# its expected output in the same directory of expected/:
+#   contract/  the API as every limiter gives it: run against the native
+#              extension's table engine (installcheck), the portable limiter
+#              (installcheck-portable) and the memory engine (installcheck-memory)
+#   native/    the native extension alone: its C module, GUCs, shared memory,
+#              catalog and upgrades, and the portable limiter compared with it
+#   portable/  the portable limiter's own, in its run
+#   memory/    the memory engine's run's own
+# A run takes its tests in the order of their names, whichever directory
+# holds them (a name is in one directory only).
+regress_tests = $(patsubst test/sql/%.sql,%,$(wildcard $(foreach d,$(1),test/sql/$(d)/*.sql)))
+by_name = $(foreach n,$(sort $(notdir $(1))),$(filter %/$(n),$(1)))
+REGRESS_DIRS = contract native portable memory
+REGRESS = $(call by_name,$(call regress_tests,contract native))
+# pg_regress writes results/<directory>/<name>.out, in directories it does
+# not make.
+REGRESS_PREP = regress-results
 REGRESS_OPTS = --inputdir=test --load-extension=$(EXTENSION)
 # memory_escrow needs the library preloaded: test/cluster/memory.sh runs it.
 ISOLATION = $(filter-out memory_escrow,$(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec))))
 ISOLATION_OPTS = --inputdir=test --load-extension=$(EXTENSION)
 
 # The control file is the one version source: the module's magic block
-# (PostgreSQL 18) reads it through RATELIMIT_VERSION.
-PG_CPPFLAGS = -Isrc -DRATELIMIT_VERSION='"$(EXTVERSION)"'
+# (PostgreSQL 18) reads it through RATELIMIT_VERSION.  sql/src/limits.sql is
+# the one source of the longest name and key, in the SQL scripts and here.
+rl_limit = $(shell sed -n 's/^\\set $(1) \([0-9][0-9]*\)$$/\1/p' sql/src/limits.sql)
+PG_CPPFLAGS = -Isrc -DRATELIMIT_VERSION='"$(EXTVERSION)"' \
+	-DRATELIMIT_MAX_NAME_BYTES=$(call rl_limit,rl_max_name_bytes) \
+	-DRATELIMIT_MAX_KEY_BYTES=$(call rl_limit,rl_max_key_bytes)
 PG_CXXFLAGS = -std=c++17 -fno-exceptions -fno-rtti -Wno-register
 SHLIB_LINK += -lstdc++
 # JIT bitcode would need clang and ignores PG_CXXFLAGS; inlining a function
@@ -57,35 +87,50 @@ include $(PGXS)
 # x86), not x86-64's.
 override CXXFLAGS := $(filter-out -fexcess-precision=standard,$(CXXFLAGS))
 
-$(OBJS): $(wildcard src/core/*.hpp src/pg/*.hpp)
+$(OBJS): $(wildcard src/core/*.hpp src/pg/*.hpp) sql/src/limits.sql
 
-$(PORTABLE_SCRIPT): $(filter-out $(PORTABLE_SCRIPT),$(wildcard portable/*.sql)) portable/extension-script
-	portable/extension-script > $@
+$(NATIVE_SCRIPT): sql/$(EXTENSION).sql $(NATIVE_SOURCES)
+	scripts/sql-script $< > $@.tmp && mv $@.tmp $@
 
-# --- the shared regression suite against the portable limiter ---
+$(NATIVE_UPGRADES): sql/$(EXTENSION)--%: sql/update--% $(NATIVE_SOURCES)
+	scripts/sql-script --upgrade $< > $@.tmp && mv $@.tmp $@
+
+$(PORTABLE_SCRIPT): portable/ratelimit.sql $(PORTABLE_SOURCES)
+	scripts/sql-script $< rl_schema=@extschema@ > $@.tmp && mv $@.tmp $@
+
+$(PORTABLE_UPGRADES): portable/ratelimit_portable--%: portable/update--% $(PORTABLE_SOURCES)
+	scripts/sql-script --upgrade $< rl_schema=@extschema@ > $@.tmp && mv $@.tmp $@
+
+regress-results:
+	mkdir -p $(addprefix results/,$(REGRESS_DIRS))
+
+# --- the contract against the portable limiter and the memory engine ---
+# overlaid_run RUN TESTS [OPTIONS]: the tests into output_RUN, with the
+# expected output of expected/ but where expected/RUN/contract/ has a file
+# of the same name: the documented differences of RUN (see the README
+# there).  hostile_schema, which reinstalls the native extension so that
+# the tests after it start afresh, has RUN/RUN_reinstall in its place.
+overlaid_run = rm -rf output_$(1) && mkdir -p output_$(1)/input $(addprefix output_$(1)/results/,$(REGRESS_DIRS)) && \
+	ln -s $(CURDIR)/test/sql output_$(1)/input/sql && cp -R expected output_$(1)/input/expected && \
+	if [ -d expected/$(1)/contract ]; then cp expected/$(1)/contract/*.out output_$(1)/input/expected/contract/; fi && \
+	$(pg_regress_installcheck) --inputdir=output_$(1)/input --outputdir=output_$(1) $(3) \
+		$(2) $(patsubst native/hostile_schema,$(1)/$(1)_reinstall,$(filter contract/% native/hostile_schema,$(REGRESS)))
+
 # The extension ratelimit_portable in place of ratelimit: portable_setup
-# (which creates it) first, then every test of the contract.  NATIVE_ONLY tests are of what the
-# portable limiter does not have (the C module, its GUCs and shared memory,
-# upgrades of the native scripts) or the algebra compared against itself;
-# portable_reinstall takes the place of hostile_schema, which reinstalls the
-# native extension.
-# Expected output is shared; test/portable/expected holds the files of
-# documented differences, laid over it.
-NATIVE_ONLY = portable_setup portable_reinstall portable_maintenance portable_core portable_api install upgrade old_signatures \
-	table_shape schema_ratelimit stats logged_state fixed_clock_grant policy_lookup result_types \
-	state_guard parallel legacy_shapes memory
-PORTABLE_OUTPUT = output_portable
+# (which creates it) and portable_maintenance first.  psql runs without
+# CONTEXT lines: the portable limiter's errors are raised in PL/pgSQL.
 installcheck-portable: $(PORTABLE_SCRIPT)
-	rm -rf $(PORTABLE_OUTPUT) && mkdir -p $(PORTABLE_OUTPUT)/input/expected
-	ln -s $(CURDIR)/test/sql $(PORTABLE_OUTPUT)/input/sql
-	cp expected/*.out $(PORTABLE_OUTPUT)/input/expected/
-	cp test/portable/expected/*.out $(PORTABLE_OUTPUT)/input/expected/ 2>/dev/null || true
-	$(pg_regress_installcheck) --inputdir=$(PORTABLE_OUTPUT)/input --outputdir=$(PORTABLE_OUTPUT) \
-		--launcher=$(CURDIR)/test/portable/psql-launcher \
-		portable_setup portable_maintenance $(patsubst hostile_schema,portable_reinstall,$(filter-out $(NATIVE_ONLY),$(REGRESS)))
+	$(call overlaid_run,portable,portable/portable_setup portable/portable_maintenance,\
+		--launcher=$(CURDIR)/test/portable/psql-launcher)
+
+# Every policy's buckets in the memory engine where it can hold them:
+# memory_setup first.  Before PostgreSQL 17 the server must preload the
+# library (test/cluster/memory.sh runs this on such a server).
+installcheck-memory:
+	$(call overlaid_run,memory,memory/memory_setup,--load-extension=$(EXTENSION))
 
 # Tests of what older servers lack: GRANT SET ON PARAMETER is 15's.
-REGRESS_SINCE_15 = fixed_clock_grant
+REGRESS_SINCE_15 = native/fixed_clock_grant
 ifeq ($(shell test $(MAJORVERSION) -lt 15 && echo older),older)
 REGRESS := $(filter-out $(REGRESS_SINCE_15),$(REGRESS))
 endif
@@ -145,6 +190,6 @@ bench:
 test:
 	scripts/test
 
-EXTRA_CLEAN = $(UNIT_BIN) $(LOAD_BIN) output_iso output_portable
+EXTRA_CLEAN = $(UNIT_BIN) $(LOAD_BIN) output_iso output_portable output_memory
 
-.PHONY: unit load isolationcheck installcheck-portable dist demo test bench
+.PHONY: unit load isolationcheck installcheck-portable installcheck-memory regress-results dist demo test bench

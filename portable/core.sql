@@ -2,7 +2,7 @@
 --
 -- The token-bucket algebra of src/core/token_bucket.cpp in PL/pgSQL, for
 -- servers that cannot load the C module.  The same formulas in the same
--- order, so that both give the same float8 numbers: test/sql/portable_core.sql
+-- order, so that both give the same float8 numbers: test/sql/native/portable_core.sql
 -- compares them call by call.  Times are whole microseconds since
 -- 2000-01-01 (bigint); window arithmetic that may leave bigint is done in
 -- numeric.

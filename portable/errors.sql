@@ -279,7 +279,7 @@ BEGIN
 END
 $$;
 
--- CheckNameAndKey (kMaxNameBytes 256, kMaxKeyBytes 1024)
+-- CheckNameAndKey (kMaxNameBytes and kMaxKeyBytes: ../sql/src/limits.sql)
 CREATE FUNCTION rl_check_name_and_key(name text, key text)
 RETURNS void
 LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
@@ -290,11 +290,11 @@ BEGIN
     IF name_bytes OPERATOR(pg_catalog.=) 0 THEN
         PERFORM @extschema@.rl_report_empty_name();
     END IF;
-    IF name_bytes OPERATOR(pg_catalog.>) 256 THEN
-        PERFORM @extschema@.rl_report_too_long('name'::pg_catalog.text, name_bytes, 256);
+    IF name_bytes OPERATOR(pg_catalog.>) @rl_max_name_bytes@ THEN
+        PERFORM @extschema@.rl_report_too_long('name'::pg_catalog.text, name_bytes, @rl_max_name_bytes@);
     END IF;
-    IF key_bytes OPERATOR(pg_catalog.>) 1024 THEN
-        PERFORM @extschema@.rl_report_too_long('key'::pg_catalog.text, key_bytes, 1024);
+    IF key_bytes OPERATOR(pg_catalog.>) @rl_max_key_bytes@ THEN
+        PERFORM @extschema@.rl_report_too_long('key'::pg_catalog.text, key_bytes, @rl_max_key_bytes@);
     END IF;
 END
 $$;

@@ -70,8 +70,8 @@ BEGIN
         IF p_name = '' THEN
             PERFORM @extschema@.rl_report_empty_name();
         END IF;
-        IF pg_catalog.octet_length(p_name) > 256 THEN
-            PERFORM @extschema@.rl_report_too_long('name', pg_catalog.octet_length(p_name), 256);
+        IF pg_catalog.octet_length(p_name) > @rl_max_name_bytes@ THEN
+            PERFORM @extschema@.rl_report_too_long('name', pg_catalog.octet_length(p_name), @rl_max_name_bytes@);
         END IF;
         PERFORM @extschema@.rl_begin_batches('rate_limit_purge');
     END IF;
@@ -182,8 +182,8 @@ BEGIN
     IF $1 = '' THEN
         PERFORM @extschema@.rl_report_empty_name();
     END IF;
-    IF pg_catalog.octet_length($1) > 256 THEN
-        PERFORM @extschema@.rl_report_too_long('name', pg_catalog.octet_length($1), 256);
+    IF pg_catalog.octet_length($1) > @rl_max_name_bytes@ THEN
+        PERFORM @extschema@.rl_report_too_long('name', pg_catalog.octet_length($1), @rl_max_name_bytes@);
     END IF;
     IF pg_catalog.pg_is_in_recovery() THEN
         PERFORM @extschema@.rl_report_recovery('rate_limit_reset_limit', @extschema@.rl_state_logged());
@@ -235,8 +235,8 @@ BEGIN
     IF $1 = '' THEN
         PERFORM @extschema@.rl_report_empty_name();
     END IF;
-    IF pg_catalog.octet_length($1) > 256 THEN
-        PERFORM @extschema@.rl_report_too_long('name', pg_catalog.octet_length($1), 256);
+    IF pg_catalog.octet_length($1) > @rl_max_name_bytes@ THEN
+        PERFORM @extschema@.rl_report_too_long('name', pg_catalog.octet_length($1), @rl_max_name_bytes@);
     END IF;
     PERFORM @extschema@.rl_require_readable('rate_limit_buckets');
     p := @extschema@.rl_find_policy($1);

@@ -9,80 +9,23 @@
 -- Policy checks and messages are the native extension's, word for word: the
 -- shared regression suite runs against both.
 
--- As the native ratelimit.policies, column for column and constraint for
--- constraint.
-CREATE TABLE rl_policies (
-    name              text COLLATE pg_catalog."C" NOT NULL,
-    rate              float8 NOT NULL,
-    per               interval NOT NULL,
-    burst             float8 NOT NULL,
-    tokens_per_second float8 NOT NULL
-        GENERATED ALWAYS AS (rate OPERATOR(pg_catalog./) pg_catalog.date_part('epoch', per)) STORED,
-    initial           float8,
-    jitter            float8 NOT NULL DEFAULT '0'::float8,
-    fixed_window      boolean NOT NULL DEFAULT false,
-    window_start      interval,
-    window_us         bigint NOT NULL
-        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', per)
-                                              OPERATOR(pg_catalog.*) '1000000'::float8)::bigint) STORED,
-    window_start_us   bigint
-        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', window_start)
-                                              OPERATOR(pg_catalog.*) '1000000'::float8)::bigint) STORED,
-    floor_rate        float8 NOT NULL DEFAULT '0'::float8,
-    floor_per_second  float8 NOT NULL
-        GENERATED ALWAYS AS (floor_rate OPERATOR(pg_catalog./) pg_catalog.date_part('epoch', per)) STORED,
-    shards            integer NOT NULL DEFAULT 1,
-    max_reserved      float8 NOT NULL DEFAULT '0'::float8,
-    penalty           interval,
-    penalty_us        bigint
-        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', penalty)
-                                              OPERATOR(pg_catalog.*) '1000000'::float8)::bigint) STORED,
-    storage           text COLLATE pg_catalog."C" NOT NULL DEFAULT 'table'::text,
-    CONSTRAINT rl_policies_pkey PRIMARY KEY (name),
-    CONSTRAINT policies_name_check CHECK (pg_catalog.octet_length(name) OPERATOR(pg_catalog.>=) 1
-                                          AND pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=) 256),
-    CONSTRAINT policies_rate_check CHECK (rate OPERATOR(pg_catalog.>=) '0'::float8
-                                          AND rate OPERATOR(pg_catalog.<) 'Infinity'::float8),
-    CONSTRAINT policies_per_check CHECK (window_us OPERATOR(pg_catalog.>=) '1'::bigint),
-    CONSTRAINT policies_burst_check CHECK (burst OPERATOR(pg_catalog.>) '0'::float8
-                                           AND burst OPERATOR(pg_catalog.<) 'Infinity'::float8),
-    CONSTRAINT policies_initial_check CHECK (initial OPERATOR(pg_catalog.>=) '0'::float8
-                                             AND initial OPERATOR(pg_catalog.<=) burst),
-    CONSTRAINT policies_jitter_check CHECK (jitter OPERATOR(pg_catalog.>=) '0'::float8
-                                            AND jitter OPERATOR(pg_catalog.<=) '1'::float8),
-    CONSTRAINT policies_window_start_check CHECK (window_start_us OPERATOR(pg_catalog.>=) '0'::bigint),
-    CONSTRAINT policies_shards_check CHECK (shards OPERATOR(pg_catalog.>=) 1
-                                            AND shards OPERATOR(pg_catalog.<=) 64),
-    CONSTRAINT policies_floor_rate_check CHECK (floor_rate OPERATOR(pg_catalog.>=) '0'::float8
-                                                AND floor_rate OPERATOR(pg_catalog.<) 'Infinity'::float8
-                                                AND (floor_rate OPERATOR(pg_catalog.=) '0'::float8
-                                                     OR NOT fixed_window)),
-    CONSTRAINT policies_max_reserved_check
-        CHECK (max_reserved OPERATOR(pg_catalog.>=) '0'::float8
-               AND max_reserved OPERATOR(pg_catalog.<) 'Infinity'::float8),
-    CONSTRAINT policies_penalty_check
-        CHECK (penalty_us OPERATOR(pg_catalog.>=) '0'::bigint
-               AND (penalty_us OPERATOR(pg_catalog.=) '0'::bigint
-                    OR shards OPERATOR(pg_catalog.=) 1)),
-    CONSTRAINT policies_storage_check
-        CHECK (storage OPERATOR(pg_catalog.=) ANY ('{table,memory}'::text[])
-               AND (storage OPERATOR(pg_catalog.=) 'table'::text
-                    OR shards OPERATOR(pg_catalog.=) 1))
-);
-REVOKE ALL ON TABLE rl_policies FROM PUBLIC;
+-- The policy table, as the native ratelimit.policies: column for column and
+-- constraint for constraint.
+\ir ../sql/src/policies_table.sql
 -- Policies are configuration: pg_dump keeps them, also when the limiter is
 -- installed as an extension (the line is the extension script's only).
 --extension: SELECT pg_catalog.pg_extension_config_dump('rl_policies', '');
 COMMENT ON TABLE rl_policies IS
     'named rate limit policies of the portable limiter, written by rate_limit_define()';
 
--- One row, updated by every rate_limit_define and rate_limit_drop in their
--- own transaction before they write rl_policies (so that they queue on it,
--- and never wait for each other's policies in turn): the version of it
--- that a snapshot sees has been replaced by a committed transaction (its
--- xmax) exactly when a policy was defined, redefined or dropped since the
--- snapshot was taken (rl_policies_changed).  Nothing else writes or locks
--- it.  Not dumped with the extension: its install writes the row.
+-- One row, updated before every statement that writes rl_policies (as
+-- rate_limit_define and rate_limit_drop do), in its transaction, by the
+-- trigger rl_policies_change (so that they queue on it, and never wait for
+-- each other's policies in turn): the version of it that a snapshot sees
+-- has been replaced by a committed transaction (its xmax) exactly when a
+-- policy was defined, redefined or dropped since the snapshot was taken
+-- (rl_policies_changed).  Nothing else writes or locks it.  Not dumped with
+-- the extension: its install writes the row.
 CREATE TABLE rl_policy_changes (
     one     boolean NOT NULL DEFAULT true,
     changes bigint NOT NULL DEFAULT '0'::bigint,
@@ -93,240 +36,14 @@ INSERT INTO rl_policy_changes (one, changes) VALUES (true, '0'::bigint);
 REVOKE ALL ON TABLE rl_policy_changes FROM PUBLIC;
 COMMENT ON TABLE rl_policy_changes IS
     'one row, rewritten by every rate_limit_define() and rate_limit_drop(): changes counts them';
+\ir policy_changes.sql
 
--- The checks of the native rate_limit_define, in its order and words.
-CREATE FUNCTION rate_limit_define(
-    name    text,
-    rate    float8,
-    per     interval DEFAULT '1 second',
-    burst   float8   DEFAULT NULL,
-    initial float8   DEFAULT NULL,
-    jitter  float8   DEFAULT '0',
-    fixed_window boolean DEFAULT false,
-    window_start interval DEFAULT NULL,
-    floor_rate   float8   DEFAULT '0',
-    shards       integer  DEFAULT 1,
-    max_reserved float8   DEFAULT '0',
-    penalty      interval DEFAULT NULL,
-    storage      text     DEFAULT 'table')
-RETURNS rl_policies
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-#variable_conflict use_column
-DECLARE
-    seconds       float8 := pg_catalog.date_part('epoch', $3);
-    micros        float8 := pg_catalog.round(seconds OPERATOR(pg_catalog.*) '1000000'::float8);
-    start_seconds float8 := pg_catalog.date_part('epoch', $8);
-    start_micros  float8 := pg_catalog.round(start_seconds OPERATOR(pg_catalog.*) '1000000'::float8);
-    micros_limit  CONSTANT float8 := '9223372036854775807'::float8;
-    dividend      text;
-    quotient      float8;
-    stored        @extschema@.rl_policies;
-    penalty_micros float8;
-BEGIN
-    IF $1 IS NULL OR $2 IS NULL OR $3 IS NULL THEN
-        RAISE EXCEPTION 'name, rate and per must not be null'
-            USING ERRCODE = 'null_value_not_allowed',
-                  DETAIL = 'Only burst may be NULL, meaning one period''s worth of tokens.',
-                  HINT = 'Pass the policy''s name, its rate and the period the rate is counted over.';
-    END IF;
-    IF $1 OPERATOR(pg_catalog.=) '' OR pg_catalog.octet_length($1) OPERATOR(pg_catalog.>) 256 THEN
-        RAISE EXCEPTION 'policy name must be 1 to 256 bytes long'
-            USING ERRCODE = CASE WHEN $1 OPERATOR(pg_catalog.=) '' THEN 'invalid_parameter_value'
-                                 ELSE 'program_limit_exceeded' END,
-                  DETAIL = pg_catalog.format('The name given is %s bytes long.', pg_catalog.octet_length($1)),
-                  HINT = 'Use a short name, such as ''api'' or ''login''.';
-    END IF;
-    IF $1 OPERATOR(pg_catalog.!~) '^[ -~]+$' THEN
-        RAISE EXCEPTION 'policy name must be printable ASCII'
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = pg_catalog.format('Character %s of the name given is outside the printable ASCII range (space to tilde), which the RateLimit header fields cannot carry.',
-                                             pg_catalog.length(pg_catalog.substring($1, '^[ -~]*')) OPERATOR(pg_catalog.+) 1),
-                  HINT = 'Use letters, digits and punctuation, such as ''api-free'' or ''login:v2''.';
-    END IF;
-    IF NOT ($2 OPERATOR(pg_catalog.>=) '0'::float8 AND $2 OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
-        RAISE EXCEPTION 'rate must be a finite number greater than or equal to zero'
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = pg_catalog.format('The rate given was %s.', $2),
-                  HINT = 'Pass how many tokens refill per period; 0 means the bucket never refills.';
-    END IF;
-    IF NOT (micros OPERATOR(pg_catalog.>=) '1'::float8) THEN
-        RAISE EXCEPTION 'per must be a positive interval'
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = CASE WHEN $3 OPERATOR(pg_catalog.>) '0'::interval
-                                THEN pg_catalog.format('The period given, %s, lasts %s seconds, counting a year as 365.25 days and a month as 30 days.', $3, seconds)
-                                ELSE pg_catalog.format('The period given was %s.', $3) END,
-                  HINT = 'Pass the period the rate is counted over, such as ''1 minute''.';
-    END IF;
-    IF NOT (micros OPERATOR(pg_catalog.<) micros_limit) THEN
-        RAISE EXCEPTION 'per is too long'
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = pg_catalog.format('The period given, %s, lasts %s seconds; a period is kept in microseconds, in a bigint, so it lasts less than 9223372036854.775808 seconds (about 292,271 years).', $3, seconds),
-                  HINT = 'Pass a shorter period, such as ''1 year''.';
-    END IF;
-    IF NOT (coalesce($4, $2) OPERATOR(pg_catalog.>) '0'::float8
-            AND coalesce($4, $2) OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
-        RAISE EXCEPTION 'burst must be a finite number greater than zero'
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = CASE WHEN $4 IS NULL
-                                THEN pg_catalog.format('No burst was given, so it is the rate, %s.', $2)
-                                ELSE pg_catalog.format('The burst given was %s.', $4) END,
-                  HINT = 'Pass the capacity of the bucket, the most tokens it can hold.';
-    END IF;
-    IF $5 IS NOT NULL AND NOT ($5 OPERATOR(pg_catalog.>=) '0'::float8
-                               AND $5 OPERATOR(pg_catalog.<=) coalesce($4, $2)) THEN
-        RAISE EXCEPTION 'initial must be between zero and burst'
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = pg_catalog.format('The initial balance given was %s and the burst is %s.', $5, coalesce($4, $2)),
-                  HINT = 'Pass how many tokens a key starts with, or NULL to start full.';
-    END IF;
-    IF $6 IS NULL OR NOT ($6 OPERATOR(pg_catalog.>=) '0'::float8 AND $6 OPERATOR(pg_catalog.<=) '1'::float8) THEN
-        RAISE EXCEPTION 'jitter must be between 0 and 1'
-            USING ERRCODE = CASE WHEN $6 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
-                  DETAIL = pg_catalog.format('The jitter given was %s.', coalesce($6::text, 'NULL')),
-                  HINT = 'Pass the largest fraction retry_after may be stretched by, such as 0.1; 0 for none.';
-    END IF;
-    IF $7 IS NULL THEN
-        RAISE EXCEPTION 'fixed_window must not be null'
-            USING ERRCODE = 'null_value_not_allowed',
-                  DETAIL = 'fixed_window chooses between continuous refill and fixed windows.',
-                  HINT = 'Pass true for fixed windows, false (the default) for a token bucket.';
-    END IF;
-    IF $8 IS NOT NULL AND (NOT $7 OR NOT (start_micros OPERATOR(pg_catalog.>=) '0'::float8)) THEN
-        RAISE EXCEPTION 'window_start needs fixed_window and a non-negative interval'
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = CASE WHEN $7 AND $8 OPERATOR(pg_catalog.>=) '0'::interval
-                                THEN pg_catalog.format('The window_start given, %s, lasts %s seconds, counting a year as 365.25 days and a month as 30 days.', $8, start_seconds)
-                                ELSE pg_catalog.format('The window_start given was %s, with fixed_window %s.', $8, $7) END,
-                  HINT = 'Pass the offset of the windows from midnight UTC, such as ''0 seconds'' to start them on the minute; omit it to spread keys over the window.';
-    END IF;
-    IF $8 IS NOT NULL AND NOT (start_micros OPERATOR(pg_catalog.<) micros_limit) THEN
-        RAISE EXCEPTION 'window_start is too long'
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = pg_catalog.format('The window_start given, %s, lasts %s seconds; it is kept in microseconds, in a bigint, so it lasts less than 9223372036854.775808 seconds (about 292,271 years).', $8, start_seconds),
-                  HINT = 'Pass an offset shorter than the period, such as ''0 seconds''.';
-    END IF;
-    IF $9 IS NULL OR NOT ($9 OPERATOR(pg_catalog.>=) '0'::float8 AND $9 OPERATOR(pg_catalog.<) 'Infinity'::float8)
-       OR ($9 OPERATOR(pg_catalog.>) '0'::float8 AND $7) THEN
-        RAISE EXCEPTION 'floor_rate must be a finite number greater than or equal to zero, without fixed_window'
-            USING ERRCODE = CASE WHEN $9 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
-                  DETAIL = pg_catalog.format('The floor_rate given was %s, with fixed_window %s.', coalesce($9::text, 'NULL'), $7),
-                  HINT = 'Pass the tokens per period a client still gets once its burst is spent; 0 for none.';
-    END IF;
-    IF $10 IS NULL OR NOT ($10 OPERATOR(pg_catalog.>=) 1 AND $10 OPERATOR(pg_catalog.<=) 64) THEN
-        RAISE EXCEPTION 'shards must be between 1 and 64'
-            USING ERRCODE = CASE WHEN $10 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
-                  DETAIL = pg_catalog.format('The shards given were %s.', coalesce($10::text, 'NULL')),
-                  HINT = 'Split a hot key over a few rows, such as 8; 1 keeps it in one row.';
-    END IF;
-    IF $11 IS NULL OR NOT ($11 OPERATOR(pg_catalog.>=) '0'::float8 AND $11 OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
-        RAISE EXCEPTION 'max_reserved must be a finite number greater than or equal to zero'
-            USING ERRCODE = CASE WHEN $11 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
-                  DETAIL = pg_catalog.format('The max_reserved given was %s.', coalesce($11::text, 'NULL')),
-                  HINT = 'Pass the most tokens a key may owe after a reservation; 0 (the default) allows none.';
-    END IF;
-    IF $12 IS NOT NULL THEN
-        penalty_micros := pg_catalog.round(pg_catalog.date_part('epoch', $12)
-                                           OPERATOR(pg_catalog.*) '1000000'::float8);
-        IF NOT (penalty_micros OPERATOR(pg_catalog.>=) '0'::float8
-                AND penalty_micros OPERATOR(pg_catalog.<) micros_limit) THEN
-            RAISE EXCEPTION 'penalty must be an interval of zero or more'
-                USING ERRCODE = 'invalid_parameter_value',
-                      DETAIL = pg_catalog.format('The penalty given was %s.', $12),
-                      HINT = 'Pass how long a denied key stays denied, such as ''1 minute''; NULL (the default) for none.';
-        END IF;
-        IF penalty_micros OPERATOR(pg_catalog.>) '0'::float8 AND $10 OPERATOR(pg_catalog.>) 1 THEN
-            RAISE EXCEPTION 'a policy with shards cannot have a penalty'
-                USING ERRCODE = 'invalid_parameter_value',
-                      DETAIL = 'A penalty box holds a whole key, and the shards of a key decide one row at a time.',
-                      HINT = 'Define the policy with shards => 1, or without a penalty.';
-        END IF;
-    END IF;
-    IF $13 IS NULL OR NOT ($13 OPERATOR(pg_catalog.=) ANY ('{table,memory}'::text[])) THEN
-        RAISE EXCEPTION 'storage must be ''table'' or ''memory'''
-            USING ERRCODE = CASE WHEN $13 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
-                  DETAIL = pg_catalog.format('The storage given was %s.', coalesce(pg_catalog.quote_literal($13), 'NULL')),
-                  HINT = 'Pass ''table'' (the default) to keep buckets in a table, or ''memory'' to keep them in shared memory.';
-    END IF;
-    IF $13 OPERATOR(pg_catalog.=) 'memory' AND $10 OPERATOR(pg_catalog.>) 1 THEN
-        RAISE EXCEPTION 'a policy with storage ''memory'' cannot have shards'
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = 'The memory engine serves a hot key without a row lock: there is no queue for shards to spread.',
-                  HINT = 'Define the policy with shards => 1, or with storage => ''table''.';
-    END IF;
-    IF $13 OPERATOR(pg_catalog.=) 'memory' THEN
-        RAISE EXCEPTION 'the portable limiter has no memory engine'
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'Keeping buckets in shared memory needs the native extension ratelimit.',
-                  HINT = 'Define the policy with storage => ''table'' (the default), or install the native extension.';
-    END IF;
-    BEGIN
-        dividend := 'rate';
-        quotient := $2 OPERATOR(pg_catalog./) seconds;
-        dividend := 'floor_rate';
-        quotient := $9 OPERATOR(pg_catalog./) seconds;
-    EXCEPTION WHEN numeric_value_out_of_range THEN
-        RAISE EXCEPTION '% per second is out of range', dividend
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = pg_catalog.format('%s tokens per %s is %s tokens per second than a float8 can hold.',
-                                             CASE WHEN dividend OPERATOR(pg_catalog.=) 'rate' THEN $2 ELSE $9 END, $3,
-                                             CASE WHEN seconds OPERATOR(pg_catalog.<) '1'::float8 THEN 'more' ELSE 'fewer' END),
-                  HINT = pg_catalog.format('Pass a %s and period that come to about 5e-324 to 1.8e308 tokens per second, or a %s of 0.',
-                                           dividend, dividend);
-    END;
-    PERFORM @extschema@.rl_policies_change();
-    INSERT INTO @extschema@.rl_policies AS p
-        (name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate, shards,
-         max_reserved, penalty, storage)
-    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10, $11, $12, $13)
-    ON CONFLICT (name) DO UPDATE
-        SET rate = excluded.rate, per = excluded.per, burst = excluded.burst,
-            initial = excluded.initial, jitter = excluded.jitter,
-            fixed_window = excluded.fixed_window, window_start = excluded.window_start,
-            floor_rate = excluded.floor_rate, shards = excluded.shards,
-            max_reserved = excluded.max_reserved, penalty = excluded.penalty,
-            storage = excluded.storage
-    RETURNING p.* INTO stored;
-    RETURN stored;
-END
-$$;
-COMMENT ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text) IS
-    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent; shards splits each key over that many rows for hot keys; a key may owe up to max_reserved tokens after a reservation; once a take is denied, penalty keeps the key denied that long; storage ''memory'' keeps the keys in shared memory instead of a table; returns the stored policy';
-REVOKE ALL ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text) FROM PUBLIC;
+\ir memory_engine.sql
 
--- The policies, shown to the roles that may execute rate_limit_define.
-CREATE VIEW rate_limit_policies WITH (security_barrier) AS
-SELECT p.name, p.rate, p.per, p.burst, p.initial, p.jitter, p.fixed_window, p.window_start,
-       p.floor_rate, p.shards, p.max_reserved, p.penalty, p.tokens_per_second, p.storage
-  FROM rl_policies AS p
- WHERE pg_catalog.has_function_privilege(
-           'rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text)'::pg_catalog.regprocedure,
-           'EXECUTE');
-COMMENT ON VIEW rate_limit_policies IS
-    'the stored policies, shown to roles that may execute rate_limit_define';
-GRANT SELECT ON rate_limit_policies TO PUBLIC;
-
-CREATE FUNCTION rate_limit_drop(name text)
-RETURNS boolean
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF $1 IS NULL THEN
-        RAISE EXCEPTION 'name must not be null'
-            USING ERRCODE = 'null_value_not_allowed',
-                  DETAIL = 'rate_limit_drop() requires a value for name.',
-                  HINT = 'Pass the name of the policy to remove.';
-    END IF;
-    PERFORM @extschema@.rl_policies_change();
-    DELETE FROM @extschema@.rl_policies AS p WHERE p.name = $1;
-    RETURN FOUND;
-END
-$$;
-COMMENT ON FUNCTION rate_limit_drop(text) IS
-    'removes the policy name; true if it existed (buckets already used stay until reset)';
-REVOKE ALL ON FUNCTION rate_limit_drop(text) FROM PUBLIC;
+-- rate_limit_define, rate_limit_drop and the view rate_limit_policies, as
+-- the native extension has them.
+\ir ../sql/src/define.sql
+\ir ../sql/src/policies_view.sql
 
 -- Whether transaction x has committed.  x is an xmax, 32 bits: its epoch
 -- is the one that puts it nearest the next transaction id of the
@@ -340,14 +57,6 @@ AS $$ SELECT pg_catalog.pg_xact_status(
              OPERATOR(pg_catalog.=) 'committed'::pg_catalog.text
         FROM (SELECT pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::pg_catalog.text::bigint
                      AS next) AS s $$;
-
--- Counts a definition or removal of a policy (see rl_policy_changes): a
--- plain UPDATE, which leaves no lock of its own on the row it writes.
-CREATE FUNCTION rl_policies_change() RETURNS void
-LANGUAGE sql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$ UPDATE @extschema@.rl_policy_changes AS c
-         SET changes = c.changes OPERATOR(pg_catalog.+) '1'::bigint $$;
 
 -- Whether a transaction that committed after the snapshot was taken has
 -- defined, redefined or dropped a policy: the snapshot's version of

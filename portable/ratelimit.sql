@@ -32,6 +32,11 @@
 -- execute the API only, and rl_purge_batch, which rate_limit_purge calls
 -- with its caller's rights.
 
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+-- (the lines "--extension:" are the extension script's: scripts/sql-script
+-- makes it from this file)
+--extension: \echo Use "CREATE EXTENSION ratelimit_portable" to load this file. \quit
+
 \set ON_ERROR_STOP 1
 SELECT pg_catalog.current_schema() AS rl_schema \gset
 \if :{?rl_schema}
@@ -39,6 +44,7 @@ SELECT pg_catalog.current_schema() AS rl_schema \gset
 \echo 'portable/ratelimit.sql: no schema to install into: set search_path first'
 \quit
 \endif
+\ir names.sql
 
 -- Every function runs with the rights of the role that installs it and
 -- calls the others by name: a schema where every role may create objects
@@ -60,7 +66,7 @@ SET LOCAL check_function_bodies = off; -- (psql only)
 \ir core.sql
 \ir errors.sql
 
-\ir decision_types.sql
+\ir ../sql/src/decision_types.sql
 
 -- One row per bucket; times in whole microseconds since 2000-01-01 UTC, as
 -- the algebra counts them.  On PostgreSQL, UNLOGGED as in the native
@@ -575,66 +581,18 @@ REVOKE ALL ON FUNCTION rate_limit_refund_explicit(text, text, float8, float8, in
 
 \ir policies.sql
 \ir shards.sql
-\ir headers.sql
+\ir ../sql/src/headers_policy.sql
+\ir ../sql/src/headers.sql
 \ir maintenance.sql
 
--- Least rights: of the helpers, PUBLIC executes only rl_purge_batch.
-DO $rights$
-DECLARE
-    routine pg_catalog.regprocedure;
-BEGIN
-    FOR routine IN
-        SELECT p.oid FROM pg_catalog.pg_proc AS p
-         WHERE p.pronamespace OPERATOR(pg_catalog.=) (SELECT n.oid FROM pg_catalog.pg_namespace AS n
-                                                       WHERE n.nspname OPERATOR(pg_catalog.=) pg_catalog.current_schema())
-           AND p.proname OPERATOR(pg_catalog.~) '^rl_'::pg_catalog.text
-           AND p.proname OPERATOR(pg_catalog.<>) 'rl_purge_batch'::pg_catalog.name
-    LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON ROUTINE %s FROM PUBLIC', routine);
-    END LOOP;
-END
-$rights$;
+\ir rights.sql
 
--- In every routine, the schema's name in place of @extschema@, as the
--- extension's install puts it (which leaves this file out).
+-- In every routine, the schema's name in place of @extschema@ and the
+-- values of the variables above in place of their @NAME@, as the
+-- extension's install puts them (which leaves this file out).
+SELECT pg_catalog.json_build_object('rl', :'rl', 'rl_policy_source', :'rl_policy_source', 'rl_max_name_bytes', :'rl_max_name_bytes', 'rl_max_key_bytes', :'rl_max_key_bytes') AS rl_body_values \gset
 \ir qualify.sql
 
--- As an extension, a trusted one: its script runs as the bootstrap
--- superuser, who would own every object, and the SECURITY DEFINER functions
--- would run as a superuser for whoever installed them.  So the tables, the
--- view and the SECURITY DEFINER routines are handed to the role that
--- installed it (@extowner@): the functions run with that role's rights,
--- over tables it owns, as they do when that role runs this file with psql.
--- The routines that run with their caller's rights stay the superuser's,
--- so that the installing role cannot change what they do for others; that
--- role may execute them (its functions call them).
--- (Every operator is qualified: the schema may be that role's.)
---extension: DO $owner$
---extension: DECLARE
---extension:     member record;
---extension: BEGIN
---extension:     FOR member IN
---extension:         SELECT d.classid, d.objid
---extension:           FROM pg_catalog.pg_depend AS d
---extension:           JOIN pg_catalog.pg_extension AS e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
---extension:          WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass::pg_catalog.oid
---extension:            AND e.extname OPERATOR(pg_catalog.=) 'ratelimit_portable'::pg_catalog.name
---extension:            AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char"
---extension:     LOOP
---extension:         IF member.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass::pg_catalog.oid THEN
---extension:             IF (SELECT p.prosecdef FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) member.objid) THEN
---extension:                 EXECUTE pg_catalog.format('ALTER ROUTINE %s OWNER TO %s',
---extension:                                           member.objid::pg_catalog.regprocedure, $ext$@extowner@$ext$);
---extension:             ELSE
---extension:                 EXECUTE pg_catalog.format('GRANT EXECUTE ON ROUTINE %s TO %s',
---extension:                                           member.objid::pg_catalog.regprocedure, $ext$@extowner@$ext$);
---extension:             END IF;
---extension:         ELSIF member.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid THEN
---extension:             EXECUTE pg_catalog.format('ALTER TABLE %s OWNER TO %s',
---extension:                                       member.objid::pg_catalog.regclass, $ext$@extowner@$ext$);
---extension:         END IF;
---extension:     END LOOP;
---extension: END
---extension: $owner$;
+\ir owner.sql
 
 COMMIT; -- (psql only)

@@ -58,28 +58,23 @@ $$;
 
 \ir route_hash.sql
 
-\ir ../portable/decision_types.sql
+-- The objects shared with the native extension and the portable limiter
+-- are made from their sources (../sql/src/, see its README).
+\ir ../sql/src/limits.sql
+\ir ../sql/src/decision_types.sql
 
--- A policy as rate_limit_define stores it on each partition.
-CREATE TYPE rate_limit_policy AS (
-    name              text,
-    rate              float8,
-    per               interval,
-    burst             float8,
-    tokens_per_second float8,
-    initial           float8,
-    jitter            float8,
-    fixed_window      boolean,
-    window_start      interval,
-    window_us         bigint,
-    window_start_us   bigint,
-    floor_rate        float8,
-    floor_per_second  float8,
-    shards            integer,
-    max_reserved      float8,
-    penalty           interval,
-    penalty_us        bigint,
-    storage           text);
+-- A policy as rate_limit_define stores it on each partition: the row type of
+-- the policy table, made here as a table and copied column for column.
+\set rl_policies :"rl_schema" .rl_policies
+\ir ../sql/src/policies_table.sql
+SELECT pg_catalog.format('CREATE TYPE %I.rate_limit_policy AS (%s)', :'rl_schema',
+                         pg_catalog.string_agg(pg_catalog.format('%I %s', a.attname,
+                                                                 pg_catalog.format_type(a.atttypid, a.atttypmod)),
+                                               ', ' ORDER BY a.attnum))
+  FROM pg_catalog.pg_attribute AS a
+ WHERE a.attrelid OPERATOR(pg_catalog.=) :'rl_policies'::pg_catalog.regclass
+   AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped \gexec
+DROP TABLE :rl_policies;
 COMMENT ON TYPE rate_limit_policy IS 'a stored policy, one row per partition';
 
 -- Calls of one bucket: to the partition that owns it.
@@ -161,25 +156,13 @@ REVOKE ALL ON FUNCTION rate_limit_refund(text, text, float8, float8, float8) FRO
 REVOKE ALL ON FUNCTION rate_limit_refund_explicit(text, text, float8, float8, interval, float8) FROM PUBLIC;
 
 -- Policies: defined, dropped and listed on every partition, one row each.
-CREATE FUNCTION rate_limit_define(
-    name    text,
-    rate    float8,
-    per     interval DEFAULT '1 second',
-    burst   float8   DEFAULT NULL,
-    initial float8   DEFAULT NULL,
-    jitter  float8   DEFAULT '0',
-    fixed_window boolean DEFAULT false,
-    window_start interval DEFAULT NULL,
-    floor_rate   float8   DEFAULT '0',
-    shards       integer  DEFAULT 1,
-    max_reserved float8   DEFAULT '0',
-    penalty      interval DEFAULT NULL,
-    storage      text     DEFAULT 'table')
+\ir ../sql/src/define_params.sql
+CREATE FUNCTION rate_limit_define(:rl_define_params)
 RETURNS SETOF rate_limit_policy LANGUAGE plproxy
 AS $$ CLUSTER 'ratelimit'; RUN ON ALL; $$;
-COMMENT ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text) IS
+COMMENT ON FUNCTION rate_limit_define(:rl_define_types) IS
     'rate_limit_define on every partition, each in a transaction of its own; one stored policy per partition';
-REVOKE ALL ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rate_limit_define(:rl_define_types) FROM PUBLIC;
 
 CREATE FUNCTION rate_limit_drop(name text)
 RETURNS SETOF boolean LANGUAGE plproxy
@@ -277,12 +260,11 @@ COMMENT ON FUNCTION rate_limit_buckets(text) IS
 REVOKE ALL ON FUNCTION rate_limit_buckets(text) FROM PUBLIC;
 
 -- The header values need nothing but a decision: computed here, by the
--- portable limiter's functions (the form that reads a policy is not routed),
--- which name their own objects @extschema@.name until qualify.sql puts
--- this schema's name in their place.
+-- functions of the native extension and the portable limiter (the form
+-- that reads a stored policy is not routed), which name their own objects
+-- @extschema@.name until qualify.sql puts this schema's name in their place.
 SET LOCAL check_function_bodies = off;
-\ir ../portable/headers.sql
-DROP FUNCTION rate_limit_headers(rate_limit_decision, text, float8);
+\ir ../sql/src/headers.sql
 \ir ../portable/qualify.sql
 
 COMMIT;

@@ -14,9 +14,14 @@
 
 namespace ratelimit::pg {
 
-/* Limits on the key columns, well under a btree entry's maximum size. */
-constexpr int kMaxNameBytes = 256;
-constexpr int kMaxKeyBytes = 1024;
+/* Limits on the key columns, well under a btree entry's maximum size: the
+ * values of sql/src/limits.sql, which the SQL scripts read too (the Makefile
+ * passes them). */
+#if !defined(RATELIMIT_MAX_NAME_BYTES) || !defined(RATELIMIT_MAX_KEY_BYTES)
+#error "RATELIMIT_MAX_NAME_BYTES and _KEY_BYTES undefined: build with the project's Makefile"
+#endif
+constexpr int kMaxNameBytes = RATELIMIT_MAX_NAME_BYTES;
+constexpr int kMaxKeyBytes = RATELIMIT_MAX_KEY_BYTES;
 
 /* The forms of a call, whose errors give different advice. */
 enum class CallForm {

@@ -3,10 +3,10 @@
 #
 # The memory engine (policies with storage => 'memory') on a server that
 # preloads ratelimit, as PostgreSQL before 17 needs:
-# - test/sql/memory.sql, through pg_regress, gives expected/memory.out: the
-#   API, rollback and savepoint refunds, no transaction id and no heap write,
-#   PREPARE TRANSACTION refused, and the differential test against the
-#   table engine;
+# - test/sql/native/memory.sql, through pg_regress, gives
+#   expected/native/memory.out: the API, rollback and savepoint refunds, no
+#   transaction id and no heap write, PREPARE TRANSACTION refused, and the
+#   differential test against the table engine;
 # - test/specs/memory_escrow.spec, through pg_isolation_regress, gives the
 #   same output at READ COMMITTED, REPEATABLE READ and SERIALIZABLE;
 # - the load generator, 8 clients on one key with random rollbacks, stays
@@ -29,7 +29,10 @@
 # - on a hot standby the engine works on the standby's own buckets;
 # - without preloading: before 17 a clear 55000 naming the setting, from
 #   rate_limit_define and from every call, from 17 the engine works all the
-#   same; a dump of memory policies restores either way.
+#   same; a dump of memory policies restores either way;
+# - preloaded again, the regression suite's contract (test/sql/contract/)
+#   with every policy in the memory engine where it can be (make
+#   installcheck-memory).
 # Starts and stops clusters of its own.
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/lib.sh"
@@ -61,19 +64,30 @@ restart() {  # MODE [extra postgresql.conf line]
         -w -t 60 start >/dev/null
 }
 
+# regress MESSAGE OUTPUT COMMAND...: "ok: MESSAGE" and pg_regress's verdict
+# if COMMAND (a pg_regress run into directory OUTPUT) passes; otherwise what
+# it printed and the differences, counted as a failure.
+regress() {
+    local message=$1 output=$2 log
+    shift 2
+    log=$RL_CLUSTER_DIR/$(basename "$output").log
+    if "$@" >"$log" 2>&1; then
+        printf 'ok: %s (%s)\n' "$message" "$(grep -E 'tests passed' "$log" | sed 's/^[# ]*//; s/ *$//')"
+    else
+        printf 'FAILED: %s\n' "$message"
+        cat "$log" "$output/regression.diffs" 2>/dev/null || true
+        RL_FAILURES=$((RL_FAILURES + 1))
+    fi
+}
+
 # The regression test with the library preloaded.
 pgxs=$(dirname "$("$PG_CONFIG" --pgxs)")/../..
-if "$pgxs/src/test/regress/pg_regress" --bindir="$RL_PG_BINDIR" --inputdir="$RL_ROOT/test" \
-        --outputdir="$RL_CLUSTER_DIR/regress" --dbname=memory_regress --load-extension=ratelimit \
-        memory >"$RL_CLUSTER_DIR/regress.log" 2>&1; then
-    printf 'ok: test/sql/memory.sql gives expected/memory.out\n'
-else
-    printf 'FAILED: test/sql/memory.sql with the library preloaded\n'
-    cat "$RL_CLUSTER_DIR/regress.log"
-    cat "$RL_CLUSTER_DIR/regress/regression.diffs" 2>/dev/null || true
-    RL_FAILURES=$((RL_FAILURES + 1))
-fi
+mkdir -p "$RL_CLUSTER_DIR/regress/results/native"
+regress "test/sql/native/memory.sql gives expected/native/memory.out" "$RL_CLUSTER_DIR/regress" \
+    "$pgxs/src/test/regress/pg_regress" --bindir="$RL_PG_BINDIR" --inputdir="$RL_ROOT/test" \
+    --outputdir="$RL_CLUSTER_DIR/regress" --dbname=memory_regress --load-extension=ratelimit native/memory
 q -c "DROP DATABASE memory_regress"
+
 
 # The escrow between transactions: the same interleavings, the same
 # answers, at every isolation level.
@@ -525,5 +539,13 @@ rl_expect "pg_restore of a database with memory policies" \
     pg_restore --exit-on-error -d restored "$RL_CLUSTER_DIR/policies.dump"
 policies="SELECT string_agg(name || ' ' || per || ' ' || storage, ', ' ORDER BY name) FROM ratelimit.policies"
 rl_expect_value "the restored policies" "$(q -c "$policies")" "$policies" -d restored
+
+# The contract, every policy in the memory engine (make installcheck-memory),
+# on a server that preloads the library again, with room for 10,000
+# buckets (the default): the run stores more than the 1,024 above.
+restart fast "shared_preload_libraries = 'ratelimit'"
+regress "the contract against the memory engine" "$RL_BUILD_DIR/output_memory" \
+    make -C "$RL_BUILD_DIR" installcheck-memory
+q -c "DROP DATABASE IF EXISTS regression"
 
 rl_verdict memory

@@ -3,8 +3,9 @@
 #
 # The per-limit counters of takes, with ratelimit in shared_preload_libraries
 # (what PostgreSQL before 17 needs for them) and room for 4 limits:
-# - test/sql/stats.sql, through pg_regress, must give the counting answers
-#   (expected/stats_1.out), not the refusal the suite's server gives;
+# - test/sql/native/stats.sql, through pg_regress, must give the counting
+#   answers (expected/native/stats_1.out), not the refusal the suite's
+#   server gives;
 # - 8 clients' concurrent takes are all counted, none twice;
 # - a take that waited for another transaction's row lock counts the wait;
 # - a fifth limit finds no room: its takes count as dropped; each database
@@ -21,16 +22,17 @@ q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 
 # The regression test's counting answers.
 pgxs=$(dirname "$("$PG_CONFIG" --pgxs)")/../..
+mkdir -p "$RL_CLUSTER_DIR/regress/results/native"
 if "$pgxs/src/test/regress/pg_regress" --bindir="$RL_PG_BINDIR" --inputdir="$RL_ROOT/test" \
         --outputdir="$RL_CLUSTER_DIR/regress" --dbname=stats_regress --load-extension=ratelimit \
-        stats >"$RL_CLUSTER_DIR/regress.log" 2>&1 &&
-   [ -f "$RL_ROOT/expected/stats_1.out" ] &&
-   cmp -s "$RL_CLUSTER_DIR/regress/results/stats.out" "$RL_ROOT/expected/stats_1.out"; then
-    printf 'ok: test/sql/stats.sql counts as expected/stats_1.out says\n'
+        native/stats >"$RL_CLUSTER_DIR/regress.log" 2>&1 &&
+   [ -f "$RL_ROOT/expected/native/stats_1.out" ] &&
+   cmp -s "$RL_CLUSTER_DIR/regress/results/native/stats.out" "$RL_ROOT/expected/native/stats_1.out"; then
+    printf 'ok: test/sql/native/stats.sql counts as expected/native/stats_1.out says\n'
 else
-    printf 'FAILED: test/sql/stats.sql with the library preloaded\n'
+    printf 'FAILED: test/sql/native/stats.sql with the library preloaded\n'
     cat "$RL_CLUSTER_DIR/regress.log"
-    diff "$RL_ROOT/expected/stats_1.out" "$RL_CLUSTER_DIR/regress/results/stats.out" || true
+    diff "$RL_ROOT/expected/native/stats_1.out" "$RL_CLUSTER_DIR/regress/results/native/stats.out" || true
     RL_FAILURES=$((RL_FAILURES + 1))
 fi
 q -c "DROP DATABASE stats_regress"

@@ -54,8 +54,14 @@ rl_expect "apt-get cannot install the package's dependencies" simulate
 dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's|^\./|/|' | grep -v '/$' >"$work/files"
 pkglib=/usr/lib/postgresql/$major/lib
 extdir=/usr/share/postgresql/$major/extension
+# Every script: those of released versions, and the current version's,
+# which the build makes (sql/ratelimit.sql, sql/update--*.sql).
+scripts=$({ (cd sql && ls ratelimit--*.sql)
+            printf 'ratelimit--%s.sql\n' "$version"
+            for t in sql/update--*.sql; do [ ! -e "$t" ] || printf 'ratelimit--%s\n' "${t##*/update--}"; done
+          } | sort -u)
 for f in "$pkglib/ratelimit.so" "$extdir/ratelimit.control" \
-         $(cd sql && printf "$extdir/%s\n" ratelimit--*.sql); do
+         $(printf "$extdir/%s\n" $scripts); do
     rl_expect "the package does not hold $f" grep -qxF "$f" "$work/files"
 done
 stray=$(grep -v -e "^$pkglib/" -e "^$extdir/" -e "^/usr/share/doc/$package/" "$work/files" || true)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The PGXN release: META.json follows the PGXN Meta Spec 1.0.0 and agrees
 # with ratelimit.control, and "make dist" makes an archive that holds
-# META.json, LICENSE, the control file and every script sql/ has.
+# META.json, LICENSE, the control files and every file of sql/ and portable/
+# (the released scripts and the sources of the current version's), and
+# makes the current version's scripts from them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 # shellcheck source=scripts/lib.sh
@@ -127,14 +129,35 @@ fi
 archive=$(rl_dist "$work" || true)
 if [ -n "$archive" ] && [ -f "$archive" ]; then
     tar -tzf "$archive" >"$work/contents"
-    for f in META.json LICENSE README.md Makefile ratelimit.control "sql/ratelimit--$version.sql" \
-             $(cd sql && printf 'sql/%s\n' ratelimit--*.sql); do
+    for f in META.json LICENSE README.md Makefile ratelimit.control ratelimit_portable.control \
+             $(git -C "$RL_ROOT" ls-files sql portable scripts/sql-script); do
         rl_check "$(grep -cxF "ratelimit-$version/$f" "$work/contents") == 1" \
             "the archive has no ratelimit-$version/$f"
     done
     rl_check "$(grep -cv "^ratelimit-$version/" "$work/contents") == 0" \
         "the archive holds files outside ratelimit-$version/"
     echo "$(wc -l <"$work/contents") entries in $(basename "$archive")"
+    # The current version's scripts, which the build makes: made from the
+    # archive alone.
+    dir=$work/ratelimit-$version
+    tar -xzf "$archive" -C "$work"
+    built=("sql/ratelimit--$version.sql" "portable/ratelimit_portable--$version.sql")
+    for t in "$dir"/sql/update--*.sql; do
+        [ ! -e "$t" ] || built+=("sql/ratelimit--${t##*/update--}")
+    done
+    for t in "$dir"/portable/update--*.sql; do
+        [ ! -e "$t" ] || built+=("portable/ratelimit_portable--${t##*/update--}")
+    done
+    if make -s -C "$dir" "${built[@]}" >"$work/make.log" 2>&1; then
+        for f in "${built[@]}"; do
+            rl_check "$(grep -c '^CREATE ' "$dir/$f" 2>/dev/null || echo 0) > 0" \
+                "the archive's build made no $f"
+        done
+        printf 'ok: the archive makes %s\n' "${built[*]}"
+    else
+        cat "$work/make.log"
+        rl_check "0" "the archive does not make ${built[*]}"
+    fi
 else
     rl_check "0" "make dist made no archive"
 fi

@@ -1,0 +1,47 @@
+-- portable/owner.sql: included by ratelimit.sql and by the upgrade scripts
+-- (update--*.sql; the extension's only: a psql install is owned by the role
+-- that runs it).
+--
+-- As an extension, a trusted one: its script runs as the bootstrap
+-- superuser, who would own every object, and the SECURITY DEFINER functions
+-- would run as a superuser for whoever installed them.  So the tables, the
+-- view and the SECURITY DEFINER routines are handed to the role that
+-- installed it, the extension's owner (its owner, not the role that runs
+-- an upgrade, which may be a superuser): the functions run with that
+-- role's rights, over tables it owns, as they do when that role runs this
+-- file with psql.
+-- The routines that run with their caller's rights stay the superuser's,
+-- so that the installing role cannot change what they do for others; that
+-- role may execute them (its functions call them).
+-- (Every operator is qualified: the schema may be that role's.)
+--extension: DO $owner$
+--extension: DECLARE
+--extension:     member record;
+--extension:     owner pg_catalog.text;
+--extension: BEGIN
+--extension:     SELECT e.extowner::pg_catalog.regrole::pg_catalog.text INTO STRICT owner
+--extension:       FROM pg_catalog.pg_extension AS e
+--extension:      WHERE e.extname OPERATOR(pg_catalog.=) 'ratelimit_portable'::pg_catalog.name;
+--extension:     FOR member IN
+--extension:         SELECT d.classid, d.objid
+--extension:           FROM pg_catalog.pg_depend AS d
+--extension:           JOIN pg_catalog.pg_extension AS e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
+--extension:          WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass::pg_catalog.oid
+--extension:            AND e.extname OPERATOR(pg_catalog.=) 'ratelimit_portable'::pg_catalog.name
+--extension:            AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char"
+--extension:     LOOP
+--extension:         IF member.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass::pg_catalog.oid THEN
+--extension:             IF (SELECT p.prosecdef FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) member.objid) THEN
+--extension:                 EXECUTE pg_catalog.format('ALTER ROUTINE %s OWNER TO %s',
+--extension:                                           member.objid::pg_catalog.regprocedure, owner);
+--extension:             ELSE
+--extension:                 EXECUTE pg_catalog.format('GRANT EXECUTE ON ROUTINE %s TO %s',
+--extension:                                           member.objid::pg_catalog.regprocedure, owner);
+--extension:             END IF;
+--extension:         ELSIF member.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid THEN
+--extension:             EXECUTE pg_catalog.format('ALTER TABLE %s OWNER TO %s',
+--extension:                                       member.objid::pg_catalog.regclass, owner);
+--extension:         END IF;
+--extension:     END LOOP;
+--extension: END
+--extension: $owner$;

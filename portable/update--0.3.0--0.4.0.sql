@@ -1,0 +1,25 @@
+-- portable/update--0.3.0--0.4.0.sql: the upgrade of the extension
+-- ratelimit_portable from 0.3.0 to 0.4.0.
+--
+-- scripts/sql-script --upgrade makes ratelimit_portable--0.3.0--0.4.0.sql
+-- from this file (the Makefile); once 0.4.0 is released, that script is
+-- kept and frozen, and this file goes.
+
+-- complain if script is sourced in psql, rather than via ALTER EXTENSION
+--extension: \echo Use "ALTER EXTENSION ratelimit_portable UPDATE TO '0.4.0'" to load this file. \quit
+
+\ir names.sql
+
+-- 0.4.0 makes rate_limit_define, rate_limit_drop and rate_limit_headers
+-- from the native extension's sources (../sql/src/).  A definition or
+-- removal of a policy is counted by a trigger on rl_policies, which the two
+-- called before: the function they called goes.
+DROP FUNCTION rl_policies_change();
+\ir policy_changes.sql
+\ir memory_engine.sql
+\ir ../sql/src/define.sql
+\ir ../sql/src/headers_policy.sql
+
+-- The new routines' privileges, as an install gives them.
+\ir rights.sql
+\ir owner.sql

@@ -1,0 +1,16 @@
+/* sql/update--0.3.0--0.4.0.sql: the upgrade from 0.3.0 to 0.4.0 */
+
+-- scripts/sql-script --upgrade makes sql/ratelimit--0.3.0--0.4.0.sql from
+-- this file (the Makefile); once 0.4.0 is released, that script is kept
+-- and frozen, and this file goes.
+
+-- complain if script is sourced in psql, rather than via ALTER EXTENSION
+--extension: \echo Use "ALTER EXTENSION ratelimit UPDATE TO '0.4.0'" to load this file. \quit
+
+\ir names.sql
+
+-- 0.4.0 makes its install script from one source per object (src/, shared
+-- with the portable limiter and the router).  Its objects are those of
+-- 0.3.0 but for the comment of rate_limit_headers(decision, policy, rate),
+-- which named the native table.
+\ir src/headers_policy.sql
