@@ -14,7 +14,7 @@
 // unlimited while the database cannot be reached (default: closed, 503).
 // The database side is examples/setup.sql.  pg-ratelimit is installed from
 // this repository: (cd ../../clients/node && npm ci && npm pack), then
-// npm ci && npm install --no-save ../../clients/node/pg-ratelimit-0.3.0.tgz here.
+// npm ci && npm install --no-save ../../clients/node/pg-ratelimit-0.4.0.tgz here.
 'use strict';
 
 const express = require('express');

@@ -3,7 +3,7 @@
 # install them, in real apps driven over HTTP on 127.0.0.1:
 #
 #   - clients/node: npm ci from its lockfile, its own tests (against the
-#     portable limiter in PGlite), npm pack; the tarball is installed into
+#     portable limiter's current extension script, loaded into PGlite), npm pack; the tarball is installed into
 #     an app directory whose Express, Fastify and pg come from
 #     test/cluster/clients/package-lock.json;
 #   - clients/python: a wheel built offline (pip wheel --no-build-isolation,
@@ -41,7 +41,9 @@ started=$SECONDS
 rl_log "clients/node: npm ci, tests against PGlite, npm pack"
 clients_node_copy "$work/node-pkg"
 t0=$SECONDS
-if (export RL_PORTABLE_SCRIPT=$PWD/portable/ratelimit_portable--0.3.0.sql && cd "$work/node-pkg" && npm test) \
+# The portable limiter's extension script as make built it.
+if (export RL_PORTABLE_SCRIPT=$RL_BUILD_DIR/portable/ratelimit_portable--$(rl_version).sql &&
+        cd "$work/node-pkg" && npm test) \
         >"$work/node-test.log" 2>&1; then
     grep -E '^# (tests|pass|fail)' "$work/node-test.log" | tr '\n' ' '
     echo "($((SECONDS - t0)) s)"

@@ -12,4 +12,4 @@ __all__ = [
     "AllDecision", "AsyncRateLimiter", "Decision", "RateLimitUnavailable", "RateLimited", "RateLimiter",
     "address_key", "classify", "forwarded_address",
 ]
-__version__ = "0.3.0"
+__version__ = "0.4.0"
