@@ -29,7 +29,8 @@ const limiter = new RateLimiter(pool);
 const app = express();
 app.set('trust proxy', process.env.TRUST_PROXY || false);
 
-app.get('/api', rateLimit({ limiter, name: 'api', fail: process.env.RATELIMIT_FAIL === 'open' ? 'open' : 'closed' }),
+// The limit's functions are found on search_path: the pool is all it needs.
+app.get('/api', rateLimit({ pool, name: 'api', fail: process.env.RATELIMIT_FAIL === 'open' ? 'open' : 'closed' }),
   (req, res) => res.type('text/plain').send('hello\n'));
 
 app.post('/orders', async (req, res) => {
