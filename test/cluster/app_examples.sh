@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The application examples (examples/node, examples/python), each started
-# against a database of its own on the throwaway cluster and driven over real
-# HTTP on 127.0.0.1:
+# The application examples (examples/node: Express, examples/python:
+# FastAPI, each on the client package of clients/, installed from the
+# checkout as users install it), each started against a database of its own
+# on the throwaway cluster and driven over real HTTP on 127.0.0.1:
 #
 #   - GET /api: 200s while the burst lasts, with the RateLimit-Policy and
 #     RateLimit values the decision gives, then 429 with Retry-After;
@@ -16,78 +17,40 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 # shellcheck source=scripts/lib.sh
 . scripts/lib.sh
+# shellcheck source=test/cluster/clients/lib.sh
+. test/cluster/clients/lib.sh
 
 rl_require_install
-# Debian's python3 (/usr/bin/python3), the one python3-psycopg is for.
-rl_install_packages python3 python3-psycopg python3-psycopg-pool curl
-command -v node >/dev/null && command -v npm >/dev/null || rl_install_packages nodejs npm
+clients_packages
 
 work=$(mktemp -d /tmp/ratelimit-apps.XXXXXX)
+chmod 755 "$work"
 rl_at_exit "rm -rf '$work'"
 
-# node-postgres, at the version package-lock.json pins, outside the checkout.
-cp examples/node/package.json examples/node/package-lock.json "$work/"
-if ! (cd "$work" && npm ci --no-audit --no-fund --loglevel=error) >"$work/npm.log" 2>&1; then
-    cat "$work/npm.log"
-    rl_die "npm ci failed"
-fi
-export NODE_PATH=$work/node_modules
+# Express and node-postgres at the versions package-lock.json pins, and
+# pg-ratelimit from its packed tarball, outside the checkout.
+clients_node_copy "$work/node-pkg"
+mkdir "$work/node-app"
+cp examples/node/package.json examples/node/package-lock.json examples/node/server.js "$work/node-app/"
+clients_node_install "$work/node-pkg" "$work/node-app"
+# pg_ratelimit from its wheel, in a venv over Debian's FastAPI and psycopg.
+clients_python_venv "$work"
 
 cluster_start
 
-APP_PID=
-stop_app() {
-    if [ -n "$APP_PID" ]; then
-        kill "$APP_PID" 2>/dev/null || true
-        wait "$APP_PID" 2>/dev/null || true
-        APP_PID=
-    fi
-}
-rl_at_exit stop_app
-
-# start_app LANGUAGE [VAR=VALUE...]: the example in the background, on a port
-# the system picks (it prints it); waits until it listens.
+# start_app LANGUAGE [VAR=VALUE...]: the example, with these settings, in the
+# background, on a port the system picks (it prints it).
 start_app() {
-    local language=$1 tries=0
+    local language=$1
     shift
     case $language in
-        node) env "$@" HOST=127.0.0.1 PORT=0 node examples/node/server.js \
-                  >"$work/$language.log" 2>&1 & ;;
-        python) env "$@" HOST=127.0.0.1 PORT=0 /usr/bin/python3 examples/python/server.py \
-                  >"$work/$language.log" 2>&1 & ;;
+        node) app_start "$language" env "$@" HOST=127.0.0.1 PORT=0 node "$work/node-app/server.js" ;;
+        python) app_start "$language" env "$@" HOST=127.0.0.1 PORT=0 "$CLIENTS_PY" examples/python/server.py ;;
     esac
-    APP_PID=$!
-    APP_PORT=
-    until [ -n "$APP_PORT" ]; do
-        APP_PORT=$(sed -n 's|^listening on http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$work/$language.log")
-        tries=$((tries + 1))
-        if [ "$tries" -gt 100 ] || ! kill -0 "$APP_PID" 2>/dev/null; then
-            cat "$work/$language.log"
-            rl_die "the $language example did not start"
-        fi
-        [ -n "$APP_PORT" ] || sleep 0.1
-    done
 }
 
-# request METHOD PATH [CURL ARGS...]: prints "STATUS|RateLimit-Policy|RateLimit|Retry-After".
-request() {
-    local method=$1 path=$2
-    shift 2
-    : >"$work/headers"
-    curl -s --max-time 20 -o /dev/null -D "$work/headers" -X "$method" "$@" \
-        "http://127.0.0.1:$APP_PORT$path" >/dev/null || true
-    awk -F': ' '
-        NR == 1 { split($0, s, " "); status = s[2] }
-        { sub(/\r$/, "", $2); h[tolower($1)] = $2 }
-        END { printf "%s|%s|%s|%s\n", status, h["ratelimit-policy"], h["ratelimit"], h["retry-after"] }
-    ' "$work/headers"
-}
-
-# expect WHAT GOT WANTED (an extended regular expression, whole).
-expect() {
-    printf '%-58s %s\n' "$1" "$2"
-    rl_expect "$1: got '$2', expected /$3/" grep -qxE -- "$3" <<<"$2"
-}
+# head_of METHOD PATH [CURL ARGS...]: "STATUS|RateLimit-Policy|RateLimit|Retry-After".
+head_of() { request "$@" | cut -d'|' -f1-4; }
 
 for language in node python; do
     echo "== examples/$language"
@@ -97,46 +60,46 @@ for language in node python; do
 
     start_app "$language" PGDATABASE="$db"
     # "api": 5 a minute, burst 3.  r is what remains; t the seconds until more.
-    expect "$language: 1st GET /api" "$(request GET /api)" '200\|"api";q=5;w=60\|"api";r=2;t=12\|'
-    expect "$language: 2nd GET /api" "$(request GET /api)" '200\|"api";q=5;w=60\|"api";r=1;t=12\|'
-    expect "$language: 3rd GET /api" "$(request GET /api)" '200\|"api";q=5;w=60\|"api";r=0;t=12\|'
-    expect "$language: 4th GET /api: denied" "$(request GET /api)" '429\|"api";q=5;w=60\|"api";r=0;t=[0-9]+\|(1[0-2]|[1-9])'
+    expect "$language: 1st GET /api" "$(head_of GET /api)" '200\|"api";q=5;w=60\|"api";r=2;t=12\|'
+    expect "$language: 2nd GET /api" "$(head_of GET /api)" '200\|"api";q=5;w=60\|"api";r=1;t=12\|'
+    expect "$language: 3rd GET /api" "$(head_of GET /api)" '200\|"api";q=5;w=60\|"api";r=0;t=12\|'
+    expect "$language: 4th GET /api: denied" "$(head_of GET /api)" '429\|"api";q=5;w=60\|"api";r=0;t=[0-9]+\|(1[0-2]|[1-9])'
 
     # With no proxy trusted, X-Forwarded-For changes nothing: still denied.
     expect "$language: X-Forwarded-For from an untrusted peer" \
-        "$(request GET /api -H "X-Forwarded-For: 2001:db8:9::1")" '429\|.*\|"api";r=0;t=[0-9]+\|.*'
-    stop_app
+        "$(head_of GET /api -H "X-Forwarded-For: 2001:db8:9::1")" '429\|.*\|"api";r=0;t=[0-9]+\|.*'
+    app_stop
 
     # Behind a trusted proxy: its last entry counts, one bucket per IPv6 /64.
     start_app "$language" PGDATABASE="$db" TRUST_PROXY=127.0.0.1
-    xff() { request GET /api -H "X-Forwarded-For: 203.0.113.7, $1"; }
+    xff() { head_of GET /api -H "X-Forwarded-For: 203.0.113.7, $1"; }
     expect "$language: 2001:db8:1:2::1" "$(xff 2001:db8:1:2::1)" '200\|.*\|"api";r=2;t=[0-9]+\|'
     expect "$language: 2001:db8:1:2::ffff, same /64" "$(xff 2001:db8:1:2::ffff)" '200\|.*\|"api";r=1;t=[0-9]+\|'
     expect "$language: 2001:db8:1:3::1, another /64" "$(xff 2001:db8:1:3::1)" '200\|.*\|"api";r=2;t=[0-9]+\|'
     expect "$language: two X-Forwarded-For lines: the last entry" \
-        "$(request GET /api -H "X-Forwarded-For: 2001:db8:1:3::9" -H "X-Forwarded-For: 2001:db8:1:4::1")" \
+        "$(head_of GET /api -H "X-Forwarded-For: 2001:db8:1:3::9" -H "X-Forwarded-For: 2001:db8:1:4::1")" \
         '200\|.*\|"api";r=2;t=[0-9]+\|'
 
     # "orders": 2 a minute, burst 2, taken inside the order's transaction.
     for i in 1 2 3; do
         expect "$language: order $i without an item: refused, take rolled back" \
-            "$(request POST /orders)" '400\|\|\|'
+            "$(head_of POST /orders)" '400\|\|\|'
     done
-    expect "$language: order with an item" "$(request POST '/orders?item=book')" '201\|"orders";q=2;w=60\|"orders";r=1;t=30\|'
-    expect "$language: second order" "$(request POST '/orders?item=pen')" '201\|"orders";q=2;w=60\|"orders";r=0;t=[0-9]+\|'
-    expect "$language: third order: denied" "$(request POST '/orders?item=ink')" '429\|"orders";q=2;w=60\|"orders";r=0;t=[0-9]+\|(30|2[0-9])'
-    stored=$(psql -X -A -t -d "$db" -c "SELECT string_agg(item, ',' ORDER BY id) FROM orders")
-    expect "$language: orders stored" "$stored" 'book,pen'
-    stop_app
+    expect "$language: order with an item" "$(head_of POST '/orders?item=book')" '201\|"orders";q=2;w=60\|"orders";r=1;t=30\|'
+    expect "$language: second order" "$(head_of POST '/orders?item=pen')" '201\|"orders";q=2;w=60\|"orders";r=0;t=[0-9]+\|'
+    expect "$language: third order: denied" "$(head_of POST '/orders?item=ink')" '429\|"orders";q=2;w=60\|"orders";r=0;t=[0-9]+\|(30|2[0-9])'
+    stored=$(psql -X -A -t -d "$db" -c "SELECT string_agg(client || ' ' || item, ',' ORDER BY id) FROM orders")
+    expect "$language: orders stored, with the client's key" "$stored" 'ip:127\.0\.0\.1 book,ip:127\.0\.0\.1 pen'
+    app_stop
 
     # The database unreachable (a port nothing listens on).
     dead_port=$(rl_pick_port)
     start_app "$language" PGDATABASE="$db" PGPORT="$dead_port"
-    expect "$language: unreachable, failing closed" "$(request GET /api)" '503\|\|\|5'
-    stop_app
+    expect "$language: unreachable, failing closed" "$(head_of GET /api)" '503\|\|\|1'
+    app_stop
     start_app "$language" PGDATABASE="$db" PGPORT="$dead_port" RATELIMIT_FAIL=open
-    expect "$language: unreachable, failing open" "$(request GET /api)" '200\|\|\|'
-    stop_app
+    expect "$language: unreachable, failing open" "$(head_of GET /api)" '200\|\|\|'
+    app_stop
 done
 
 rl_verdict app_examples
