@@ -120,10 +120,14 @@ regress-results:
 # of the same name: the documented differences of RUN (see the README
 # there).  hostile_schema, which reinstalls the native extension so that
 # the tests after it start afresh, has RUN/RUN_reinstall in its place.
+# pg_regress takes expected files from its input directory before
+# PostgreSQL 16, from --expecteddir (by default the current one) since.
+expected_in = $(if $(filter 13 14 15,$(MAJORVERSION)),,--expecteddir=$(1))
 overlaid_run = rm -rf output_$(1) && mkdir -p output_$(1)/input $(addprefix output_$(1)/results/,$(REGRESS_DIRS)) && \
 	ln -s $(CURDIR)/test/sql output_$(1)/input/sql && cp -R expected output_$(1)/input/expected && \
 	if [ -d expected/$(1)/contract ]; then cp expected/$(1)/contract/*.out output_$(1)/input/expected/contract/; fi && \
-	$(pg_regress_installcheck) --inputdir=output_$(1)/input --outputdir=output_$(1) $(3) \
+	$(pg_regress_installcheck) --inputdir=output_$(1)/input $(call expected_in,output_$(1)/input) \
+		--outputdir=output_$(1) $(3) \
 		$(2) $(patsubst native/hostile_schema,$(1)/$(1)_reinstall,$(filter contract/% native/hostile_schema,$(REGRESS)))
 
 # The extension ratelimit_portable in place of ratelimit: portable_setup
