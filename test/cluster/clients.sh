@@ -89,6 +89,31 @@ start_app() {
 
 sql() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d "$db" -c "$1"; }
 
+# The policies refill so slowly ("api" a token every 720 s, "orders" every
+# 1800 s, "bytes" every 86.4 s) that no delay changes how many whole tokens
+# remain: r is exact. Waits are not: at a bucket's first take the wait for
+# its next token (t, rounded up) is a whole interval, and every second since
+# shortens it by a second.
+#
+#   first_take NAME       the time now, under NAME: call it before the
+#                         request that takes first from a bucket
+#   waited NOMINAL NAME   an extended regular expression of the whole
+#                         seconds from NOMINAL - ceil(s) to NOMINAL, s the
+#                         seconds since first_take NAME: a wait that was
+#                         NOMINAL at that take. Call it after the request
+#                         whose answer it checks (the arguments of expect
+#                         expand left to right: after "$(request ...)").
+declare -A FIRST_TAKE=()
+usecs() { local now=${EPOCHREALTIME/[.,]/}; echo "$((10#$now))"; }
+first_take() { FIRST_TAKE[$1]=$(usecs); }
+waited() {
+    local nominal=$1 since=${FIRST_TAKE[$2]:?first_take $2 was not called} s n alternatives
+    s=$((($(usecs) - since + 999999) / 1000000))
+    alternatives=$nominal
+    for ((n = nominal - 1; n >= nominal - s && n >= 0; n--)); do alternatives+="|$n"; done
+    echo "($alternatives)"
+}
+
 # until_sql WHAT SQL: waits (at most 20 s) until SQL answers t.
 until_sql() {
     local tries=0
@@ -119,8 +144,8 @@ create_database() {
     else
         sql "CREATE EXTENSION ratelimit"
     fi
-    sql "SELECT ${q}rate_limit_define('api', 5, '1 minute', burst => 3);
-         SELECT ${q}rate_limit_define('orders', 2, '1 minute');
+    sql "SELECT ${q}rate_limit_define('api', 5, '1 hour', burst => 3);
+         SELECT ${q}rate_limit_define('orders', 2, '1 hour');
          SELECT ${q}rate_limit_define('bytes', 1000, '1 day');
          CREATE TABLE orders (id bigserial PRIMARY KEY, item text NOT NULL CHECK (item <> ''))" >/dev/null
 }
@@ -146,59 +171,79 @@ for app in express fastify fastapi django; do
     esac
 
     start_app "$app" PGDATABASE="$db" RL_SCHEMA="$schema"
-    # "api": 5 a minute, burst 3; r is what remains, t the seconds until more.
-    for i in 1 2 3; do
-        expect "$app: GET /api $i" "$(request GET /api)" "200\|\"api\";q=5;w=60\|\"api\";r=$((3 - i));t=12\|\|served"
+    # "api": 5 an hour, burst 3; r is what remains, t the seconds until more.
+    first_take ip
+    expect "$app: GET /api 1" "$(request GET /api)" '200\|"api";q=5;w=3600\|"api";r=2;t=720\|\|served'
+    for i in 2 3; do
+        expect "$app: GET /api $i" "$(request GET /api)" \
+            "200\|\"api\";q=5;w=3600\|\"api\";r=$((3 - i));t=$(waited 720 ip)\|\|served"
     done
-    expect "$app: GET /api 4: denied" "$(request GET /api)" '429\|"api";q=5;w=60\|"api";r=0;t=[0-9]+\|(1[0-2]|[1-9])\|.*'
+    expect "$app: GET /api 4: denied" "$(request GET /api)" \
+        "429\|\"api\";q=5;w=3600\|\"api\";r=0;t=$(waited 720 ip)\|$(waited 720 ip)\|.*"
 
     # The cost from the request (?cost=N), per account (X-User).
     u=(-H 'X-User: coster')
-    expect "$app: cost 2" "$(request GET '/api?cost=2' "${u[@]}")" '200\|.*\|"api";r=1;t=12\|\|served'
-    expect "$app: cost 2 again: denied" "$(request GET '/api?cost=2' "${u[@]}")" '429\|.*\|"api";r=1;t=[0-9]+\|[0-9]+\|.*'
-    expect "$app: cost 1" "$(request GET '/api?cost=1' "${u[@]}")" '200\|.*\|"api";r=0;t=12\|\|served'
+    first_take coster
+    expect "$app: cost 2" "$(request GET '/api?cost=2' "${u[@]}")" '200\|.*\|"api";r=1;t=720\|\|served'
+    expect "$app: cost 2 again: denied" "$(request GET '/api?cost=2' "${u[@]}")" \
+        "429\|.*\|\"api\";r=1;t=$(waited 720 coster)\|$(waited 720 coster)\|.*"
+    expect "$app: cost 1" "$(request GET '/api?cost=1' "${u[@]}")" \
+        "200\|.*\|\"api\";r=0;t=$(waited 720 coster)\|\|served"
 
     # An account is one bucket, whatever its address.
+    first_take user42
     expect "$app: user 42 from 192.0.2.50" \
-        "$(request GET /api -H 'X-User: 42' -H 'X-Forwarded-For: 192.0.2.50')" '200\|.*\|"api";r=2;t=12\|\|served'
+        "$(request GET /api -H 'X-User: 42' -H 'X-Forwarded-For: 192.0.2.50')" '200\|.*\|"api";r=2;t=720\|\|served'
     expect "$app: user 42 from 192.0.2.51" \
-        "$(request GET /api -H 'X-User: 42' -H 'X-Forwarded-For: 192.0.2.51')" '200\|.*\|"api";r=1;t=12\|\|served'
+        "$(request GET /api -H 'X-User: 42' -H 'X-Forwarded-For: 192.0.2.51')" \
+        "200\|.*\|\"api\";r=1;t=$(waited 720 user42)\|\|served"
 
     # From the trusted proxy (127.0.0.1), the last X-Forwarded-For entry;
     # IPv6 by /64.
     xff() { request GET /api -H "X-Forwarded-For: $1"; }
-    expect "$app: 2001:db8:1:2::1 (after 203.0.113.7)" "$(xff '203.0.113.7, 2001:db8:1:2::1')" '200\|.*\|"api";r=2;t=12\|\|served'
-    expect "$app: 2001:db8:1:2::ffff, same /64" "$(xff 2001:db8:1:2::ffff)" '200\|.*\|"api";r=1;t=12\|\|served'
-    expect "$app: 2001:db8:1:3::1, another /64" "$(xff 2001:db8:1:3::1)" '200\|.*\|"api";r=2;t=12\|\|served'
+    first_take v6
+    expect "$app: 2001:db8:1:2::1 (after 203.0.113.7)" "$(xff '203.0.113.7, 2001:db8:1:2::1')" '200\|.*\|"api";r=2;t=720\|\|served'
+    expect "$app: 2001:db8:1:2::ffff, same /64" "$(xff 2001:db8:1:2::ffff)" \
+        "200\|.*\|\"api\";r=1;t=$(waited 720 v6)\|\|served"
+    expect "$app: 2001:db8:1:3::1, another /64" "$(xff 2001:db8:1:3::1)" '200\|.*\|"api";r=2;t=720\|\|served'
     expect "$app: the buckets' keys" \
         "$(sql "SELECT string_agg(key, ' ' ORDER BY key) FROM ${q}rate_limit_buckets('api') WHERE key NOT LIKE 'user:c%'")" \
         'ip:127\.0\.0\.1 ip:2001:db8:1:2::/64 ip:2001:db8:1:3::/64 user:42'
 
     # Report-only: counted, never refused.
     r=(-H 'X-User: reporter')
-    for i in 1 2 3; do
-        expect "$app: report-only $i" "$(request GET /report "${r[@]}")" "200\|.*\|\"api\";r=$((3 - i));t=12\|\|served"
+    first_take reporter
+    expect "$app: report-only 1" "$(request GET /report "${r[@]}")" '200\|.*\|"api";r=2;t=720\|\|served'
+    for i in 2 3; do
+        expect "$app: report-only $i" "$(request GET /report "${r[@]}")" \
+            "200\|.*\|\"api\";r=$((3 - i));t=$(waited 720 reporter)\|\|served"
     done
     expect "$app: report-only 4: served, reported" "$(request GET /report "${r[@]}")" \
-        '200\|.*\|"api";r=0;t=[0-9]+\|\|served, would refuse'
-    expect "$app: then the limited route: denied" "$(request GET /api "${r[@]}")" '429\|.*\|"api";r=0;t=[0-9]+\|[0-9]+\|.*'
+        "200\|.*\|\"api\";r=0;t=$(waited 720 reporter)\|\|served, would refuse"
+    expect "$app: then the limited route: denied" "$(request GET /api "${r[@]}")" \
+        "429\|.*\|\"api\";r=0;t=$(waited 720 reporter)\|$(waited 720 reporter)\|.*"
 
     # take_all: both limits or neither.
     b=(-H 'X-Forwarded-For: 192.0.2.77')
+    first_take both
     expect "$app: take_all api + 600 bytes" "$(request GET '/both?bytes=600' "${b[@]}")" \
-        '200\|"api";q=5;w=60, "bytes";q=1000;w=86400\|"api";r=2;t=12, "bytes";r=400;t=[0-9]+\|\|served'
+        '200\|"api";q=5;w=3600, "bytes";q=1000;w=86400\|"api";r=2;t=720, "bytes";r=400;t=87\|\|served'
+    # Denied: 200 more bytes, at 86.4 s each.
     expect "$app: take_all api + 600 bytes again: denied by bytes" "$(request GET '/both?bytes=600' "${b[@]}")" \
-        '429\|.*\|"api";r=2;t=12, "bytes";r=400;t=[0-9]+\|17280\|denied by bytes'
-    expect "$app: the denied take_all took nothing from api" "$(request GET /api "${b[@]}")" '200\|.*\|"api";r=1;t=12\|\|served'
+        "429\|.*\|\"api\";r=2;t=$(waited 720 both), \"bytes\";r=400;t=$(waited 87 both)\|$(waited 17280 both)\|denied by bytes"
+    expect "$app: the denied take_all took nothing from api" "$(request GET /api "${b[@]}")" \
+        "200\|.*\|\"api\";r=1;t=$(waited 720 both)\|\|served"
 
-    # "orders": 2 a minute, taken inside the order's transaction.
+    # "orders": 2 an hour, taken inside the order's transaction.
     for i in 1 2 3; do
         expect "$app: order $i without an item: 400, take rolled back" "$(request POST /orders)" '400\|\|\|\|.*'
     done
-    expect "$app: order with an item" "$(request POST '/orders?item=book')" '201\|"orders";q=2;w=60\|"orders";r=1;t=30\|\|ordered'
-    expect "$app: second order" "$(request POST '/orders?item=pen')" '201\|.*\|"orders";r=0;t=[0-9]+\|\|ordered'
+    first_take orders
+    expect "$app: order with an item" "$(request POST '/orders?item=book')" '201\|"orders";q=2;w=3600\|"orders";r=1;t=1800\|\|ordered'
+    expect "$app: second order" "$(request POST '/orders?item=pen')" \
+        "201\|.*\|\"orders\";r=0;t=$(waited 1800 orders)\|\|ordered"
     expect "$app: third order: denied" "$(request POST '/orders?item=ink')" \
-        '429\|"orders";q=2;w=60\|"orders";r=0;t=[0-9]+\|(30|2[0-9])\|.*'
+        "429\|\"orders\";q=2;w=3600\|\"orders\";r=0;t=$(waited 1800 orders)\|$(waited 1800 orders)\|.*"
     expect "$app: orders stored" "$(sql "SELECT string_agg(item, ',' ORDER BY id) FROM orders")" 'book,pen'
 
     # A saturated pool (2 connections): a transaction holds the bucket of
@@ -209,6 +254,7 @@ for app in express fastify fastapi django; do
     psql -X -q -v ON_ERROR_STOP=1 -d "$db" <"$work/hold" >/dev/null &
     HOLDER_PID=$!
     exec 9>"$work/hold"
+    first_take held
     echo "BEGIN; SELECT allowed FROM ${q}rate_limit_take('api', 'user:held');" >&9
     until_sql "$app: the holder's take" \
         "SELECT count(*) = 1 FROM pg_stat_activity WHERE datname = '$db' AND state = 'idle in transaction'" || true
@@ -227,7 +273,7 @@ for app in express fastify fastapi django; do
     wait "$w1" "$w2" || true
     expect "$app: the waiting requests, once the holder committed" \
         "$(sort "$work/held1" "$work/held2" | cut -d'|' -f1,3 | tr '\n' ' ')" \
-        '200\|"api";r=0;t=[0-9]+ 200\|"api";r=1;t=[0-9]+ '
+        "200\|\"api\";r=0;t=$(waited 720 held) 200\|\"api\";r=1;t=$(waited 720 held) "
 
     # The database stopped, then started again.
     server_stop
@@ -242,7 +288,7 @@ for app in express fastify fastapi django; do
         sleep 0.5
     done
     expect "$app: database started again: limited again (after $tries tries)" "$got" \
-        '200\|"api";q=5;w=60\|"api";r=2;t=12\|\|served'
+        '200\|"api";q=5;w=3600\|"api";r=2;t=720\|\|served'
     app_stop
 done
 

@@ -6,45 +6,52 @@ import { after, before, test } from 'node:test';
 import type { PGlite } from '@electric-sql/pglite';
 import { RateLimitedError, RateLimiter } from '../src';
 import { asPool, portableDatabase } from './pglite';
+import { assertLimit, assertWait, stopwatch } from './waits';
 
 let db: PGlite;
 let limiter: RateLimiter;
 
+// Policies that refill slowly (see waits.ts): "api" a token every 720 s,
+// "orders" every 1800 s, "llm" every 8640 s.
 before(async () => {
   db = await portableDatabase('limits');
   await db.exec(`
-    SELECT limits.rate_limit_define('api', 5, '1 minute', burst => 3);
-    SELECT limits.rate_limit_define('orders', 2, '1 minute');
-    SELECT limits.rate_limit_define('llm', 10, '1 hour', burst => 10, max_reserved => 5);
+    SELECT limits.rate_limit_define('api', 5, '1 hour', burst => 3);
+    SELECT limits.rate_limit_define('orders', 2, '1 hour');
+    SELECT limits.rate_limit_define('llm', 10, '1 day', burst => 10, max_reserved => 5);
     CREATE TABLE orders (id serial PRIMARY KEY, item text NOT NULL CHECK (item <> ''));`);
   limiter = new RateLimiter(asPool(db), { schema: 'limits' });
 });
 after(async () => db?.close());
 
 test('take: granted while the burst lasts, then denied with Retry-After', async () => {
+  const since = stopwatch();
   const seen = [];
-  for (let i = 0; i < 4; i += 1) seen.push(await limiter.take('api', 'user:1'));
+  for (let i = 0; i < 4; i += 1) seen.push({ ...await limiter.take('api', 'user:1'), elapsed: since() });
   assert.deepEqual(seen.map((d) => d.allowed), [true, true, true, false]);
-  assert.deepEqual(seen.map((d) => d.headers.RateLimit), [
-    '"api";r=2;t=12', '"api";r=1;t=12', '"api";r=0;t=12', '"api";r=0;t=12']);
-  assert.equal(seen[0].headers['RateLimit-Policy'], '"api";q=5;w=60');
+  assert.equal(seen[0].headers.RateLimit, '"api";r=2;t=720');
+  assertLimit(seen[1].headers.RateLimit, '"api";r=1;t=720', seen[1].elapsed);
+  assertLimit(seen[2].headers.RateLimit, '"api";r=0;t=720', seen[2].elapsed);
+  assertLimit(seen[3].headers.RateLimit, '"api";r=0;t=720', seen[3].elapsed);
+  assert.equal(seen[0].headers['RateLimit-Policy'], '"api";q=5;w=3600');
   assert.equal(seen[0].headers['Retry-After'], undefined);
-  assert.equal(seen[3].headers['Retry-After'], '12');
   const denied = seen[3];
+  assertWait(denied.headers['Retry-After'], 720, denied.elapsed, 'Retry-After');
   assert.equal(denied.name, 'api');
   assert.equal(denied.capacity, 3);
   assert.equal(denied.quota, 5);
-  assert.equal(denied.per, 60);
-  assert.ok(denied.retryAfter > 11 && denied.retryAfter <= 12, `retryAfter ${denied.retryAfter}`);
+  assert.equal(denied.per, 3600);
+  assert.ok(denied.retryAfter >= 720 - denied.elapsed && denied.retryAfter <= 720,
+    `retryAfter ${denied.retryAfter}, ${denied.elapsed} s since the first take`);
   assert.ok(denied.remaining >= 0 && denied.remaining < 1);
 });
 
 test('cost, check and refund', async () => {
   const checked = await limiter.check('api', 'user:2', { cost: 3 });
   assert.equal(checked.allowed, true);
-  assert.equal(checked.headers.RateLimit, '"api";r=0;t=12'); // what the take would leave
+  assert.equal(checked.headers.RateLimit, '"api";r=0;t=720'); // what the take would leave
   const taken = await limiter.take('api', 'user:2', { cost: 2 });
-  assert.equal(taken.headers.RateLimit, '"api";r=1;t=12');
+  assert.equal(taken.headers.RateLimit, '"api";r=1;t=720');
   assert.equal((await limiter.check('api', 'user:2', { cost: 2 })).allowed, false);
   const refunded = await limiter.refund('api', 'user:2', 2);
   assert.ok(refunded.remaining > 2.99, `remaining ${refunded.remaining}`);
@@ -52,35 +59,40 @@ test('cost, check and refund', async () => {
 });
 
 test('a reservation waits, within maxWait', async () => {
+  const since = stopwatch();
   assert.equal((await limiter.take('llm', 'team:1', { cost: 10 })).allowed, true);
   const none = await limiter.take('llm', 'team:1', { cost: 4 });
   assert.equal(none.allowed, false);
-  // One token every 360 s: 4 tokens are 1440 s away.
-  assert.equal((await limiter.take('llm', 'team:1', { cost: 4, maxWait: 1400 })).allowed, false);
-  const reserved = await limiter.take('llm', 'team:1', { cost: 4, maxWait: 1500 });
+  // One token every 8640 s: 4 tokens are 34560 s away.
+  assert.equal((await limiter.take('llm', 'team:1', { cost: 4, maxWait: 34000 })).allowed, false);
+  const reserved = await limiter.take('llm', 'team:1', { cost: 4, maxWait: 35000 });
+  const elapsed = since();
   assert.equal(reserved.allowed, true);
-  assert.ok(reserved.retryAfter > 1430 && reserved.retryAfter <= 1440, `retryAfter ${reserved.retryAfter}`);
+  assert.ok(reserved.retryAfter >= 34560 - elapsed && reserved.retryAfter <= 34560,
+    `retryAfter ${reserved.retryAfter}, ${elapsed} s since the first take`);
   assert.ok(reserved.remaining < -3.9, `remaining ${reserved.remaining}`);
   await assert.rejects(limiter.take('llm', 'team:1', { maxWait: -1 }), RangeError);
 });
 
 test('takeAll: all or none, with one list per header field', async () => {
+  const since = stopwatch();
   const granted = await limiter.takeAll([['api', 'user:3', 2], ['orders', 'user:3']]);
   assert.equal(granted.allowed, true);
   assert.deepEqual(granted.remaining.map(Math.floor), [1, 1]);
-  assert.equal(granted.headers.RateLimit, '"api";r=1;t=12, "orders";r=1;t=30');
-  assert.equal(granted.headers['RateLimit-Policy'], '"api";q=5;w=60, "orders";q=2;w=60');
+  assert.equal(granted.headers.RateLimit, '"api";r=1;t=720, "orders";r=1;t=1800');
+  assert.equal(granted.headers['RateLimit-Policy'], '"api";q=5;w=3600, "orders";q=2;w=3600');
   const denied = await limiter.takeAll([['api', 'user:3', 1], ['orders', 'user:3', 2]]);
   assert.equal(denied.allowed, false);
   assert.equal(denied.bindingName, 'orders');
   assert.equal(denied.bindingKey, 'user:3');
-  assert.ok(denied.headers['Retry-After'] !== undefined);
+  assertWait(denied.headers['Retry-After'], 1800, since(), 'Retry-After');
   // Nothing taken: the api bucket still holds its token.
-  assert.equal((await limiter.check('api', 'user:3')).headers.RateLimit, '"api";r=0;t=12');
+  assertLimit((await limiter.check('api', 'user:3')).headers.RateLimit, '"api";r=0;t=720', since());
   assert.equal((await limiter.take('api', 'user:3')).allowed, true);
 });
 
 test('transaction: a failed request gives its take back, a good one keeps it', async () => {
+  const since = stopwatch();
   await assert.rejects(limiter.transaction('orders', 'user:4', {}, async (client) => {
     await client.query('INSERT INTO orders (item) VALUES ($1)', ['']);
   }), /check constraint/);
@@ -90,14 +102,14 @@ test('transaction: a failed request gives its take back, a good one keeps it', a
     return rows[0].item;
   });
   assert.equal(result, 'book');
-  assert.equal(decision.headers.RateLimit, '"orders";r=1;t=30');
+  assert.equal(decision.headers.RateLimit, '"orders";r=1;t=1800');
   await limiter.transaction('orders', 'user:4', {}, async () => 'pen');
   let ran = false;
   const denied = await limiter.transaction('orders', 'user:4', {}, async () => { ran = true; })
     .then(() => assert.fail('granted'), (err: unknown) => err);
   assert.ok(denied instanceof RateLimitedError);
   assert.equal(denied.statusCode, 429);
-  assert.match(denied.headers['Retry-After'], /^[0-9]+$/);
+  assertWait(denied.headers['Retry-After'], 1800, since(), 'Retry-After');
   assert.equal(ran, false);
   const { rows } = await db.query<{ items: string }>("SELECT string_agg(item, ',' ORDER BY id) AS items FROM orders");
   assert.equal(rows[0].items, 'book');

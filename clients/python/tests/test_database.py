@@ -1,10 +1,19 @@
 """The clients against a database: RL_TEST_DSN (a database with the
 extension, or with the portable limiter in RL_TEST_SCHEMA), with the
-policies test/cluster/clients.sh defines: "api" 5 a minute, burst 3;
-"orders" 2 a minute; "bytes" 1000 a day. Skipped without RL_TEST_DSN."""
+policies test/cluster/clients.sh defines: "api" 5 an hour, burst 3;
+"orders" 2 an hour; "bytes" 1000 a day. Skipped without RL_TEST_DSN.
+
+They refill so slowly (a token every 720 s, 1800 s, 86.4 s) that no delay
+changes how many whole tokens remain: r is exact. Waits are not: at a
+bucket's first take the wait for its next token is a whole interval, and
+every second since shortens it by a second. So a later t or Retry-After
+lies in [nominal - ceil(elapsed), nominal], elapsed measured by the test
+from before that bucket's first take to after the answer."""
 
 import asyncio
+import math
 import os
+import time
 import uuid
 
 import psycopg
@@ -28,17 +37,45 @@ def fresh():
     return f"test:{uuid.uuid4()}"
 
 
+def stopwatch():
+    """Seconds since this call: start it before a bucket's first take."""
+    start = time.monotonic()
+    return lambda: time.monotonic() - start
+
+
+def assert_wait(value, nominal, elapsed):
+    """value (whole seconds, as a header has them) is a wait that was nominal
+    at the bucket's first take, at most elapsed seconds ago."""
+    low = nominal - math.ceil(elapsed)
+    assert str(value).isdigit() and low <= int(value) <= nominal, \
+        f"{value}: expected whole seconds from {low} to {nominal} ({elapsed:.3f} s since the first take)"
+
+
+def assert_limit(field, expected, elapsed):
+    """A RateLimit field, item by item as expected has it at the bucket's
+    first take ('"api";r=1;t=720'): names and r exactly, each t by assert_wait."""
+    items, wanted = field.split(", "), expected.split(", ")
+    assert len(items) == len(wanted), f"{field!r}: expected items as {expected!r}"
+    for got, want in zip(items, wanted):
+        head, nominal = want.rsplit("t=", 1)
+        assert got.startswith(head + "t="), f"{field!r}: expected {expected!r} (t within its bound)"
+        assert_wait(got[len(head) + 2:], int(nominal), elapsed)
+
+
 def test_take_check_refund(limiter):
     key = fresh()
-    seen = [limiter.take("api", key) for _ in range(4)]
-    assert [d.allowed for d in seen] == [True, True, True, False]
-    assert [d.headers["RateLimit"] for d in seen] == ['"api";r=2;t=12', '"api";r=1;t=12', '"api";r=0;t=12',
-                                                      '"api";r=0;t=12']
-    assert seen[0].headers["RateLimit-Policy"] == '"api";q=5;w=60'
-    assert "Retry-After" not in seen[0].headers and seen[3].headers["Retry-After"] == "12"
-    d = seen[3]
-    assert (d.name, d.capacity, d.quota, d.per) == ("api", 3.0, 5.0, 60.0)
-    assert 11 < d.retry_after <= 12
+    since = stopwatch()
+    seen = [(limiter.take("api", key), since()) for _ in range(4)]
+    assert [d.allowed for d, _ in seen] == [True, True, True, False]
+    assert seen[0][0].headers["RateLimit"] == '"api";r=2;t=720'
+    for (d, elapsed), expected in zip(seen[1:], ['"api";r=1;t=720', '"api";r=0;t=720', '"api";r=0;t=720']):
+        assert_limit(d.headers["RateLimit"], expected, elapsed)
+    assert seen[0][0].headers["RateLimit-Policy"] == '"api";q=5;w=3600'
+    assert "Retry-After" not in seen[0][0].headers
+    d, elapsed = seen[3]
+    assert_wait(d.headers["Retry-After"], 720, elapsed)
+    assert (d.name, d.capacity, d.quota, d.per) == ("api", 3.0, 5.0, 3600.0)
+    assert 720 - elapsed <= d.retry_after <= 720
     assert limiter.check("api", key).allowed is False
     refunded = limiter.refund("api", key, 2)
     assert 2 <= refunded.remaining < 3
@@ -47,16 +84,20 @@ def test_take_check_refund(limiter):
 
 def test_take_all(limiter):
     key = fresh()
+    since = stopwatch()
     granted = limiter.take_all([("api", key), ("bytes", key, 600)])
-    assert granted.allowed and granted.headers["RateLimit"].startswith('"api";r=2;t=12, "bytes";r=400;')
+    assert granted.allowed and granted.headers["RateLimit"] == '"api";r=2;t=720, "bytes";r=400;t=87'
     denied = limiter.take_all([("api", key), ("bytes", key, 600)])
+    elapsed = since()
     assert not denied.allowed and (denied.binding_name, denied.binding_key) == ("bytes", key)
-    assert denied.headers["Retry-After"] == "17280"
+    assert_limit(denied.headers["RateLimit"], '"api";r=2;t=720, "bytes";r=400;t=87', elapsed)
+    assert_wait(denied.headers["Retry-After"], 17280, elapsed)  # 200 bytes at 86.4 s each
     assert [int(x) for x in denied.remaining] == [2, 400]
 
 
 def test_transaction(limiter):
     key = fresh()
+    since = stopwatch()
     with pytest.raises(ZeroDivisionError):
         with limiter.transaction("orders", key, 2) as (conn, decision):
             assert decision.allowed
@@ -67,7 +108,8 @@ def test_transaction(limiter):
     with pytest.raises(RateLimited) as info:
         with limiter.transaction("orders", key) as (conn, decision):
             pytest.fail("a denied take ran the block")
-    assert info.value.status_code == 429 and info.value.headers["Retry-After"] == "30"
+    assert info.value.status_code == 429
+    assert_wait(info.value.headers["Retry-After"], 1800, since())
 
 
 def test_take_in_the_callers_transaction(limiter):
@@ -94,7 +136,7 @@ def test_async():
             key = fresh()
             first = await asyncio.gather(*(limiter.check("api", key) for _ in range(3)))
             assert [d.allowed for d in first] == [True] * 3
-            assert (await limiter.take("api", key, 3)).headers["RateLimit"] == '"api";r=0;t=12'
+            assert (await limiter.take("api", key, 3)).headers["RateLimit"] == '"api";r=0;t=720'
             assert (await limiter.check("api", key)).allowed is False
             assert (await limiter.refund("api", key, 1)).remaining >= 1
             assert (await limiter.take_all([("api", key), ("bytes", key, 1)])).allowed
@@ -102,7 +144,7 @@ def test_async():
                 async with limiter.transaction("orders", key, 2):
                     1 / 0
             async with limiter.transaction("orders", key, 2) as (conn, decision):
-                assert decision.headers["RateLimit"] == '"orders";r=0;t=30'
+                assert decision.headers["RateLimit"] == '"orders";r=0;t=1800'
             with pytest.raises(RateLimited):
                 async with limiter.transaction("orders", key):
                     pass
