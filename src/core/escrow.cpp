@@ -100,7 +100,8 @@ CommitTakeOrRefund(EscrowState &state, const EscrowRecord &record, const Limit &
 		state.bucket = record.next;
 	} else {
 		/* Taken from the bucket as it was then, refilled no further than then
-		 * (a later stamp stays: refill is never counted twice); refill it
+		 * (a later stamp stays: refill is never counted twice) and capped at
+		 * the burst it was decided under, as the call found it; refill it
 		 * could not hold since is not credited. */
 		Bucket bucket = Committed(state, limit, record.at_us);
 		if (bucket.stamp_us < record.at_us) {
@@ -111,6 +112,8 @@ CommitTakeOrRefund(EscrowState &state, const EscrowRecord &record, const Limit &
 			if (state.prior_holds > 0)
 				bucket.tokens =
 				    Least(bucket.tokens, Refill(from, state.prior_limit, record.at_us).tokens);
+		} else {
+			bucket.tokens = Least(bucket.tokens, limit.burst);
 		}
 		if (record.takes)
 			bucket.tokens -= record.amount;

@@ -663,11 +663,11 @@ TEST(EscrowOverAdmission, DISABLED_ANewLimitCountsOnTheOldWithNothingPending)
 
 /* A take committed after the burst was lowered, when something else was
  * pending and the bucket's stamp is not before the take, is taken from the
- * balance as stored, over the new burst: 29 of a burst of 40, lowered to
- * 10 at the same instant; a take of 1 pending, then one of 7 that commits
- * first.  Table: 10 - 8 = 2 left.  Escrow: 29 - 8 = 21 stored, read as
- * 10. */
-TEST(EscrowOverAdmission, DISABLED_ACommitUnderALoweredBurstTakesFromTheCappedBalance)
+ * balance capped at the new burst, as the call found it: 29 of a burst of
+ * 40, lowered to 10 at the same instant; a take of 1 pending, then one of
+ * 7 that commits first.  Table: 10 - 8 = 2 left.  (Taken from the balance
+ * as stored, 29 - 8 = 21 would be read as 10.) */
+TEST(EscrowOverAdmission, ACommitUnderALoweredBurstTakesFromTheCappedBalance)
 {
 	const Limit forty = Policy(2.5, 40), ten = Policy(2.5, 10);
 	Slot slot = Holding(forty, 29, kT0);
