@@ -48,14 +48,6 @@ Spent(const Bucket &committed, double pending, const Limit &limit, std::int64_t 
 	return seen;
 }
 
-/* What a call under `limit` starts from: the committed bucket, pending
- * takes spent. */
-Bucket
-Seen(const EscrowState &state, const Limit &limit, std::int64_t now_us) noexcept
-{
-	return Spent(Committed(state, limit, now_us), state.pending, limit, now_us);
-}
-
 /* The state is about to be judged by another limit: the one it was judged
  * by is kept while records decided under it are open. */
 void
@@ -224,10 +216,16 @@ Decide(EscrowState &state, const Operation &operation, const Limit &limit,
 	 * this call wait for them.  Until they end, a call counts on no more
 	 * than each limit leaves. */
 	const bool changed = state.limit != limit;
-	if (changed && state.holds > 0)
-		seen.tokens = Least(seen.tokens, Seen(state, state.limit, now_us).tokens);
-	if (state.prior_holds > 0)
-		seen.tokens = Least(seen.tokens, Seen(state, state.prior_limit, now_us).tokens);
+	const bool other_now = changed && state.holds > 0;
+	if (other_now || state.prior_holds > 0) {
+		/* Compared refilled to now, each under its own limit, whether or
+		 * not takes are pending. */
+		seen = Available(state, limit, now_us);
+		if (other_now)
+			seen.tokens = Least(seen.tokens, Available(state, state.limit, now_us).tokens);
+		if (state.prior_holds > 0)
+			seen.tokens = Least(seen.tokens, Available(state, state.prior_limit, now_us).tokens);
+	}
 
 	EscrowStep step{};
 	step.decision = Apply(operation, seen, limit, now_us);

@@ -644,14 +644,15 @@ TEST(EscrowOverAdmission, DISABLED_ARefundOfNothingOverAPendingTakeStoresItsRefi
 }
 
 /* A call under a new limit counts on no more than the limit kept from
- * before leaves only when takes are pending: with holds but nothing pending
- * (a refund, a box, a first sighting or a reset open under the old limit),
- * both balances are compared unrefilled, and the call refills under the new
- * limit alone.  1 a second, emptied at kT0; at +10s a refund of nothing
- * under it is open; redefined to 10 a second, a take of 50 at +10s.  Table:
- * it waits for the refund; committed, that stored {10 at +10s}: denied.
- * Escrow: {0 at kT0} refilled 10 s at 10 a second: 100, granted. */
-TEST(EscrowOverAdmission, DISABLED_ANewLimitCountsOnTheOldWithNothingPending)
+ * before leaves also when nothing is pending (a refund, a box, a first
+ * sighting or a reset open under the old limit): both balances are
+ * compared refilled to now, each under its limit.  1 a second, emptied at
+ * kT0; at +10s a refund of nothing under it is open; redefined to 10 a
+ * second, a take of 50 at +10s.  Table: it waits for the refund;
+ * committed, that stored {10 at +10s}: denied.  (Compared unrefilled, the
+ * call refilled under the new limit alone: {0 at kT0} refilled 10 s at 10
+ * a second, 100, granted.) */
+TEST(EscrowOverAdmission, ANewLimitCountsOnTheOldWithNothingPending)
 {
 	const Limit one = Policy(1, 100), ten = Policy(10, 100);
 	Slot slot = Holding(one, 0, kT0);
