@@ -233,8 +233,12 @@ Decide(EscrowState &state, const Operation &operation, const Limit &limit,
 	const bool take =
 	    operation.kind == Operation::kTake && decision.allowed && operation.request.cost > 0.0;
 	/* A refund that changes nothing but the refill stamp is recorded too, as
-	 * the table stores it, so that later refill counts from the same point. */
-	const bool refund = operation.kind == Operation::kRefund && decision.write;
+	 * the table stores it, so that later refill counts from the same point;
+	 * so is one that would write on the committed bucket (its refill, a
+	 * lowered burst's cap), which the table, waiting for what is pending,
+	 * may find. */
+	const bool refund = operation.kind == Operation::kRefund &&
+	                    (decision.write || Apply(operation, committed, limit, now_us).write);
 	const bool boxed = decision.next.blocked_until_us != seen.blocked_until_us;
 	/* Any call that writes stores a key never seen that starts below full,
 	 * as the table does (a refund of nothing included), so that it earns

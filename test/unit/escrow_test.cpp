@@ -630,9 +630,10 @@ TEST(EscrowOverAdmission, DISABLED_ABoxDecidedOverAPendingTakeStoresItsRefill)
 	EXPECT_FALSE(Call(slot, nullptr, Take(20), two, kT0 + 11 * kSecond).decision.allowed);
 }
 
-/* The same with a refund of nothing, which the table stores (its refill)
- * and the escrow does not even record while a take is pending. */
-TEST(EscrowOverAdmission, DISABLED_ARefundOfNothingOverAPendingTakeStoresItsRefill)
+/* The same with a refund of nothing, which the table stores (its refill),
+ * and so does the escrow, though it finds the bucket refilled already
+ * because a take is pending. */
+TEST(EscrowOverAdmission, ARefundOfNothingOverAPendingTakeStoresItsRefill)
 {
 	const Limit one = Policy(1, 100), two = Policy(2, 100);
 	Slot slot = Holding(one, 0, kT0);
@@ -776,12 +777,13 @@ TEST(EscrowOverAdmission, DISABLED_ARefundCommittedLateMeetsTheCapRefillMet)
 	EXPECT_FALSE(Call(slot, nullptr, Take(10), limit, kT0 + 5 * kSecond).decision.allowed);
 }
 
-/* A refund committed after others of its transaction counts only when it
- * refunds something, though the table stores a refund that caps the
- * balance at a burst lowered below it.  10 a second up to 40, full; in one
- * transaction a refund of 1, then, the policy lowered to 3, a refund of 2,
- * then, back at 40, a refund of 1.  Table: 40, 3, then 4.  Escrow: 40. */
-TEST(EscrowOverAdmission, DISABLED_ARefundUnderALoweredBurstCapsTheBalance)
+/* A refund that caps the balance at a burst lowered below it is stored,
+ * as the table stores it, also when it refunds nothing and follows others
+ * of its transaction.  10 a second up to 40, full; in one transaction a
+ * refund of 1, then, the policy lowered to 3, a refund of 2, then, back at
+ * 40, a refund of 1.  Table: 40, 3, then 4.  (Not recorded, the second
+ * left 40.) */
+TEST(EscrowOverAdmission, ARefundUnderALoweredBurstCapsTheBalance)
 {
 	const Limit forty = Policy(10, 40), three = Policy(0.25, 3);
 	Slot slot = Holding(forty, 40, kT0);
