@@ -81,32 +81,47 @@ Hold(EscrowState &state, std::int64_t now_us) noexcept
 	return record;
 }
 
+/* The committed bucket as the call of `record`, decided under `limit`,
+ * found it: refilled no further than then (a later stamp stays: refill is
+ * never counted twice) and capped at its burst; refill it could not hold
+ * since is not credited. */
+Bucket
+AsDecided(const EscrowState &state, const EscrowRecord &record, const Limit &limit) noexcept
+{
+	Bucket bucket = Committed(state, limit, record.at_us);
+	if (bucket.stamp_us < record.at_us) {
+		const Bucket from = bucket;
+		bucket = Refill(from, limit, record.at_us);
+		/* Takes decided under the limit before are still open: no more
+		 * refill than it gives either. */
+		if (state.prior_holds > 0)
+			bucket.tokens =
+			    Least(bucket.tokens, Refill(from, state.prior_limit, record.at_us).tokens);
+	} else {
+		bucket.tokens = Least(bucket.tokens, limit.burst);
+	}
+	return bucket;
+}
+
+/* Whether `record` was decided on the committed bucket, which nothing has
+ * changed since: what it decided is then the bucket, as the table stores
+ * it. */
+bool
+Unchanged(const EscrowState &state, const EscrowRecord &record) noexcept
+{
+	return record.exact && state.version == record.version_after && !state.absent;
+}
+
 /* At commit: the take or refund of `record`, decided under `limit`, leaves
  * the committed bucket. */
 void
 CommitTakeOrRefund(EscrowState &state, const EscrowRecord &record, const Limit &limit) noexcept
 {
-	if (record.exact && state.version == record.version_after && !state.absent) {
-		/* Decided on the committed bucket, which nothing has changed since:
-		 * what it decided, as the table stores it. */
+	if (Unchanged(state, record)) {
 		state.bucket = record.next;
 	} else {
-		/* Taken from the bucket as it was then, refilled no further than then
-		 * (a later stamp stays: refill is never counted twice) and capped at
-		 * the burst it was decided under, as the call found it; refill it
-		 * could not hold since is not credited. */
-		Bucket bucket = Committed(state, limit, record.at_us);
-		if (bucket.stamp_us < record.at_us) {
-			const Bucket from = bucket;
-			bucket = Refill(from, limit, record.at_us);
-			/* Takes decided under the limit before are still open: no more
-			 * refill than it gives either. */
-			if (state.prior_holds > 0)
-				bucket.tokens =
-				    Least(bucket.tokens, Refill(from, state.prior_limit, record.at_us).tokens);
-		} else {
-			bucket.tokens = Least(bucket.tokens, limit.burst);
-		}
+		/* Taken from the bucket as it was then. */
+		Bucket bucket = AsDecided(state, record, limit);
 		if (record.takes)
 			bucket.tokens -= record.amount;
 		if (record.refunds && record.amount > 0.0) {
@@ -141,10 +156,14 @@ FinishHeld(EscrowState &state, const EscrowRecord &record, const Limit &limit, b
 		if (record.takes || record.refunds)
 			CommitTakeOrRefund(state, record, limit);
 		if (record.boxed) {
-			/* Decided on the committed bucket, which nothing has changed
-			 * since: refilled to the denial, as the table stores it. */
-			if (record.exact && state.version == record.version_after && !state.absent) {
+			/* Refilled to the denial, as the table stores it: what the call
+			 * decided if nothing has changed since, else the committed bucket
+			 * as it found it (a key reset since keeps no box). */
+			if (Unchanged(state, record)) {
 				state.bucket = record.next;
+				state.version++;
+			} else if (!state.absent) {
+				state.bucket = AsDecided(state, record, limit);
 				state.version++;
 			}
 			/* A committed box settles the key as stored with it, and

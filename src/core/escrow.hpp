@@ -25,8 +25,8 @@
  * Refunds and resets, which raise a balance, take effect when their
  * transaction commits.  A penalty box is stored at once, on the committed
  * bucket as it stands (the refill to the denial, which the table stores with
- * it, is added when the box commits, if nothing changed the bucket since),
- * and lifted by an abort that finds it unchanged.  The first sighting of a
+ * it, is added when the box commits, no further than the denial), and
+ * lifted by an abort that finds it unchanged.  The first sighting of a
  * key that starts below full is stored at once too, but counts as the key's
  * only once committed: until then (`unsettled`) every call sees the key as
  * new, under any box stored since and less what is pending; a commit of a

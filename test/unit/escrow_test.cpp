@@ -610,15 +610,15 @@ TEST(EscrowFix, ARecordSaysWhetherItStoredOrRejudgedItsBucket)
  * --gtest_also_run_disabled_tests.
  */
 
-/* A penalty box started while another take is pending is stored without
- * the refill the table stores with it (the escrow adds that refill at
- * commit only when nothing was pending).  Once the take aborts, the bucket
- * still counts refill from before the box: redefined to refill faster, the
- * faster rate is credited over time the table credited at the old one.
- * Table: the box's denial waits for the take, which aborts; it stores
- * {10 at +10s}; at +11s under 2 a second that is 12: a take of 20 is
- * denied.  Escrow: {0 at kT0} refilled 11 s at 2 a second: 22, granted. */
-TEST(EscrowOverAdmission, DISABLED_ABoxDecidedOverAPendingTakeStoresItsRefill)
+/* A penalty box started while another take is pending stores at its
+ * commit the refill the table stores with it, as one decided with nothing
+ * pending does.  Once the take aborts, the bucket counts no refill from
+ * before the box: redefined to refill faster, the faster rate is not
+ * credited over time the table credited at the old one.  Table: the box's
+ * denial waits for the take, which aborts; it stores {10 at +10s}; at +11s
+ * under 2 a second that is 12: a take of 20 is denied.  (Without that
+ * refill: {0 at kT0} refilled 11 s at 2 a second, 22, granted.) */
+TEST(EscrowOverAdmission, ABoxDecidedOverAPendingTakeStoresItsRefill)
 {
 	const Limit one = WithPenalty(Policy(1, 100), kSecond);
 	const Limit two = WithPenalty(Policy(2, 100), kSecond);
