@@ -134,7 +134,15 @@ CommitTakeOrRefund(EscrowState &state, const EscrowRecord &record, const Limit &
 	/* Committed now, whatever sighting is still open. */
 	state.unsettled = false;
 	state.version++;
-	state.commits++;
+	/* A refund that leaves the bucket as a key never seen would be (full,
+	 * under a limit whose new keys start full) stores nothing the table
+	 * would keep if the transaction that stored the key new aborts: the
+	 * table's refund, waiting for it, finds the key new and writes
+	 * nothing.  It does not keep the key from being forgotten then. */
+	const Bucket &stored = state.bucket;
+	const std::int64_t at = record.at_us > stored.stamp_us ? record.at_us : stored.stamp_us;
+	if (!record.refunds || StartsBelowFull(limit) || !IsFull(stored, limit, at))
+		state.commits++;
 }
 
 /* Finish, but for its checks. */

@@ -31,7 +31,10 @@
  * only once committed: until then (`unsettled`) every call sees the key as
  * new, under any box stored since and less what is pending; a commit of a
  * take, a refund or a box settles it.  An abort forgets a bucket its
- * transaction stored new, if no commit has touched it since.
+ * transaction stored new, if no commit has touched it since (a refund that
+ * left it full, as a new key starts, does not count: the table's refund,
+ * waiting for that transaction, would find the key new and store
+ * nothing).
  *
  * The state is judged by the limit of its last recorded call.  When a call
  * brings another (the policy was redefined) while transactions hold the
@@ -49,7 +52,8 @@
  * - 0 <= provisional <= holds: the first sightings still open;
  * - unsettled only while provisional > 0.
  * version changes whenever the committed state does, commits whenever a
- * commit changes the bucket, limit_epoch whenever `limit` does: Finish
+ * commit changes the bucket (but for such a refund), limit_epoch whenever
+ * `limit` does: Finish
  * compares them with what a record saw.
  */
 #ifndef RATELIMIT_CORE_ESCROW_HPP

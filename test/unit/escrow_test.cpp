@@ -796,14 +796,15 @@ TEST(EscrowOverAdmission, ARefundUnderALoweredBurstCapsTheBalance)
 }
 
 /* A refund decided over a pending take on a key never seen finds it short
- * of full and is recorded; the take aborts, and the refund's commit has
- * stored the bucket, full.  The table's refund waits for the take, finds
- * the key new and full, and stores nothing.  Alike while the limit stays;
- * redefined so that new keys start below full, the stored bucket is full
- * again at once, the table's key starts anew.  1 a second up to 1; then 50
- * a second up to 3, new keys starting with 1: a take of 2 a second later.
- * Table: 1 (new), denied.  Escrow: {1 at kT0} refilled: 3, granted. */
-TEST(EscrowOverAdmission, DISABLED_ARefundOverATakeThatAbortsStoresNoBucket)
+ * of full and is recorded; its commit leaves the bucket full, as the key
+ * starts, and when the take aborts the bucket is forgotten with it.  The
+ * table's refund waits for the take, finds the key new and full, and
+ * stores nothing.  Alike while the limit stays; redefined so that new keys
+ * start below full, a stored bucket would be full again at once, where the
+ * table's key starts anew.  1 a second up to 1; then 50 a second up to 3,
+ * new keys starting with 1: a take of 2 a second later.  Table: 1 (new),
+ * denied.  (Kept: {1 at kT0} refilled, 3, granted.) */
+TEST(EscrowOverAdmission, ARefundOverATakeThatAbortsStoresNoBucket)
 {
 	const Limit one = Policy(1, 1);
 	const Limit later = WithInitial(Policy(50, 3), 1);
