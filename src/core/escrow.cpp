@@ -112,6 +112,26 @@ Unchanged(const EscrowState &state, const EscrowRecord &record) noexcept
 	return record.exact && state.version == record.version_after && !state.absent;
 }
 
+/* What the refund of `record`, decided under `limit`, adds at its commit:
+ * the table adds it at its instant, and the bucket it raised may meet its
+ * burst as refill is counted after, refill that is lost.  Its amount, less
+ * the most refill counted on the committed bucket since that instant (all
+ * of it if a call under another limit was recorded since). */
+double
+Unspent(const EscrowState &state, const EscrowRecord &record, const Limit &limit) noexcept
+{
+	const double amount = record.amount;
+	if (state.absent || state.unsettled || state.bucket.stamp_us <= record.at_us)
+		return amount;
+	if (state.limit_epoch != record.limit_epoch)
+		return 0.0;
+	/* From a bucket as far below zero as the amount, refill runs at its
+	 * fastest until it has credited the amount at least. */
+	const Bucket low{-amount, record.at_us};
+	const double refill = Refill(low, limit, state.bucket.stamp_us).tokens + amount;
+	return refill < amount ? amount - refill : 0.0;
+}
+
 /* At commit: the take or refund of `record`, decided under `limit`, leaves
  * the committed bucket. */
 void
@@ -124,9 +144,10 @@ CommitTakeOrRefund(EscrowState &state, const EscrowRecord &record, const Limit &
 		Bucket bucket = AsDecided(state, record, limit);
 		if (record.takes)
 			bucket.tokens -= record.amount;
-		if (record.refunds && record.amount > 0.0) {
+		const double amount = record.refunds ? Unspent(state, record, limit) : 0.0;
+		if (amount > 0.0) {
 			const std::int64_t at = record.at_us > bucket.stamp_us ? record.at_us : bucket.stamp_us;
-			bucket = Refund(bucket, limit, record.amount, at).next;
+			bucket = Refund(bucket, limit, amount, at).next;
 		}
 		state.bucket = bucket;
 	}

@@ -23,8 +23,10 @@
  * leave, and equal to it when no take is pending across a refill.
  *
  * Refunds and resets, which raise a balance, take effect when their
- * transaction commits.  A penalty box is stored at once, on the committed
- * bucket as it stands (the refill to the denial, which the table stores with
+ * transaction commits; a refund then adds no more than its amount less the
+ * refill counted on the bucket since it was decided (the table adds it at
+ * once, and the bucket it raised may have met its burst meanwhile).  A penalty box is stored at
+ * once, on the committed bucket as it stands (the refill to the denial, which the table stores with
  * it, is added when the box commits, no further than the denial), and
  * lifted by an abort that finds it unchanged.  The first sighting of a
  * key that starts below full is stored at once too, but counts as the key's

@@ -760,13 +760,14 @@ TEST(EscrowOverAdmission, DISABLED_ADenialInsideAnOpenBoxStartsABoxOfItsOwn)
 	EXPECT_FALSE(Call(slot, nullptr, Take(1), boxed, kT0).decision.allowed);
 }
 
-/* A refund applied at its commit escapes the cap that refill met
- * meanwhile.  1 a second up to 10, 5 left at kT0; a refund of 5 then, open;
- * at +5s another transaction takes 5 and commits; the refund commits.
- * Table: the refund fills the bucket at kT0; the take waits for it and
- * finds 10 (refill capped): 5 left, and a take of 10 is denied.  Escrow:
- * the take leaves 5 at +5s, the refund adds 5: 10, granted. */
-TEST(EscrowOverAdmission, DISABLED_ARefundCommittedLateMeetsTheCapRefillMet)
+/* A refund applied at its commit does not escape the cap that refill met
+ * meanwhile: it adds no more than its amount less the refill counted
+ * since.  1 a second up to 10, 5 left at kT0; a refund of 5 then, open; at
+ * +5s another transaction takes 5 and commits; the refund commits.  Table:
+ * the refund fills the bucket at kT0; the take waits for it and finds 10
+ * (refill capped): 5 left, and a take of 10 is denied.  (The take leaving
+ * 5 at +5s and the refund adding 5 would leave 10: granted.) */
+TEST(EscrowOverAdmission, ARefundCommittedLateMeetsTheCapRefillMet)
 {
 	const Limit limit = Policy(1, 10);
 	Slot slot = Holding(limit, 5, kT0);
