@@ -181,18 +181,31 @@ FinishHeld(EscrowState &state, const EscrowRecord &record, const Limit &limit, b
 		state.pending -= record.amount;
 	if (state.holds == 0)
 		state.pending = 0.0; /* no rounding left behind */
+	state.resets -= record.reset;
 	if (commit) {
+		/* Decided before a reset that has committed since, and not while
+		 * it was open: the table's reset waits for it, and leaves nothing
+		 * of it. */
+		if (state.absent && !record.reset && !record.after_reset &&
+		    state.commits != record.commits_at)
+			return end;
 		if (record.takes || record.refunds)
 			CommitTakeOrRefund(state, record, limit);
 		if (record.boxed) {
 			/* Refilled to the denial, as the table stores it: what the call
 			 * decided if nothing has changed since, else the committed bucket
-			 * as it found it (a key reset since keeps no box). */
+			 * as it found it; decided after a reset that has committed, on
+			 * the new key, as the table stores it with the box. */
 			if (Unchanged(state, record)) {
 				state.bucket = record.next;
 				state.version++;
 			} else if (!state.absent) {
 				state.bucket = AsDecided(state, record, limit);
+				state.version++;
+			} else if (record.after_reset) {
+				state.bucket = NewBucket(limit, record.at_us);
+				state.bucket.blocked_until_us = record.next.blocked_until_us;
+				state.absent = false;
 				state.version++;
 			}
 			/* A committed box settles the key as stored with it, and
@@ -203,6 +216,7 @@ FinishHeld(EscrowState &state, const EscrowRecord &record, const Limit &limit, b
 		if (record.reset) {
 			state.absent = true;
 			state.version++;
+			state.commits++;
 		}
 		return end;
 	}
@@ -265,7 +279,7 @@ Decide(EscrowState &state, const Operation &operation, const Limit &limit,
 	 * than each limit leaves. */
 	const bool changed = state.limit != limit;
 	const bool other_now = changed && state.holds > 0;
-	if (other_now || state.prior_holds > 0) {
+	if (other_now || state.prior_holds > 0 || state.resets > 0) {
 		/* Compared refilled to now, each under its own limit, whether or
 		 * not takes are pending. */
 		seen = Available(state, limit, now_us);
@@ -273,6 +287,12 @@ Decide(EscrowState &state, const Operation &operation, const Limit &limit,
 			seen.tokens = Least(seen.tokens, Available(state, state.limit, now_us).tokens);
 		if (state.prior_holds > 0)
 			seen.tokens = Least(seen.tokens, Available(state, state.prior_limit, now_us).tokens);
+		/* A reset is open: the table engine would make this call wait for
+		 * it, and, committed, find the key new.  Until it ends, a call
+		 * counts on no more than a new key leaves either, less what is
+		 * pending. */
+		if (state.resets > 0)
+			seen.tokens = Least(seen.tokens, StartTokens(limit) - pending);
 	}
 
 	EscrowStep step{};
@@ -330,6 +350,7 @@ Decide(EscrowState &state, const Operation &operation, const Limit &limit,
 	}
 	record.exact = pending == 0.0;
 	record.relimits = changed;
+	record.after_reset = state.resets > 0;
 	record.next = decision.next;
 	record.created = is_new;
 	record.commits_at = state.commits;
@@ -352,6 +373,7 @@ RecordReset(EscrowState &state) noexcept
 {
 	RL_CORE_ASSERT(!state.absent);
 	EscrowRecord record = Hold(state, 0);
+	state.resets++;
 	record.reset = true;
 	record.version_after = state.version;
 	return record;
@@ -410,8 +432,8 @@ InvariantsHold(const EscrowState &state) noexcept
 {
 	return state.holds >= 0 && state.prior_holds >= 0 && state.prior_holds <= state.holds &&
 	       state.provisional >= 0 && state.provisional <= state.holds &&
-	       std::isfinite(state.pending) && (state.holds > 0 || state.pending == 0.0) &&
-	       (!state.unsettled || state.provisional > 0);
+	       static_cast<std::int64_t>(state.resets) <= state.holds && std::isfinite(state.pending) &&
+	       (state.holds > 0 || state.pending == 0.0) && (!state.unsettled || state.provisional > 0);
 }
 
 } /* namespace ratelimit::core */

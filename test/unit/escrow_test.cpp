@@ -680,13 +680,14 @@ TEST(EscrowOverAdmission, ACommitUnderALoweredBurstTakesFromTheCappedBalance)
 	ExpectDecision(Look(slot, ten, 0, kT0), true, 2);
 }
 
-/* A take decided while a reset of its key is open counts on the balance
- * before the reset, though the reset may lower it (new keys start with
- * none here).  Table: the take waits for the reset, then finds a new key
- * with nothing: denied.  Escrow: granted from the 10 before, and the key
- * is left 10 in debt without any reservation.  Alike when the reset is
- * the taker's own, earlier in its transaction. */
-TEST(EscrowOverAdmission, DISABLED_ATakeDuringAResetCountsOnWhatTheResetLeaves)
+/* A take decided while a reset of its key is open counts on no more than
+ * the new key leaves either, since the reset may lower the balance (new
+ * keys start with none here).  Table: the take waits for the reset, then
+ * finds a new key with nothing: denied.  (Counted on the balance before
+ * the reset, it was granted from the 10 there, and the key left 10 in debt
+ * without any reservation.)  Alike when the reset is the taker's own,
+ * earlier in its transaction. */
+TEST(EscrowOverAdmission, ATakeDuringAResetCountsOnWhatTheResetLeaves)
 {
 	const Limit zero = WithInitial(Policy(1, 10), 0);
 	{
@@ -708,14 +709,15 @@ TEST(EscrowOverAdmission, DISABLED_ATakeDuringAResetCountsOnWhatTheResetLeaves)
 	}
 }
 
-/* Takes decided before a reset of their key and committed after it take
- * from a new bucket that starts at their own instant, earning refill for
- * time before the reset.  1 a second up to 10, new keys start with none;
- * full at kT0, a take of 5 pending; a reset commits; the take commits.  At
- * +10s a take of 3.  Table: the reset waits for the take, which wrote
- * first; the key is new after it, first seen at +10s with nothing: denied.
- * Escrow: 0 - 5 at kT0, refilled to 5 at +10s: granted. */
-TEST(EscrowOverAdmission, DISABLED_TakesCommittedAfterAResetEarnNothingFromBeforeIt)
+/* Takes decided before a reset of their key and committed after it leave
+ * nothing: they come before the reset, which leaves nothing of them.  1 a
+ * second up to 10, new keys start with none; full at kT0, a take of 5
+ * pending; a reset commits; the take commits.  At +10s a take of 3.
+ * Table: the reset waits for the take, which wrote first; the key is new
+ * after it, first seen at +10s with nothing: denied.  (Taken from a new
+ * bucket that starts at the take's own instant, 0 - 5 at kT0 earned refill
+ * for time before the reset, 5 at +10s: granted.) */
+TEST(EscrowOverAdmission, TakesCommittedAfterAResetEarnNothingFromBeforeIt)
 {
 	const Limit zero = WithInitial(Policy(1, 10), 0);
 	Slot slot = Holding(zero, 10, kT0);
@@ -727,13 +729,13 @@ TEST(EscrowOverAdmission, DISABLED_TakesCommittedAfterAResetEarnNothingFromBefor
 	EXPECT_FALSE(Call(slot, nullptr, Take(3), zero, kT0 + 10 * kSecond).decision.allowed);
 }
 
-/* A penalty box started after a reset in the same transaction is lost when
- * the reset commits.  Never refilling, up to 10, new keys start with 5, a
- * box of an hour; 2 left.  In one transaction: a reset, then a take of 8,
- * denied, boxed.  Table: the take finds the new key (5), is denied and
- * stores its box with it: a take of 5 is denied for the hour.  Escrow: the
- * key is forgotten with its box: granted. */
-TEST(EscrowOverAdmission, DISABLED_ABoxAfterAResetOutlivesTheResetsCommit)
+/* A penalty box started after a reset in the same transaction outlives
+ * the reset's commit, on the new key.  Never refilling, up to 10, new keys
+ * start with 5, a box of an hour; 2 left.  In one transaction: a reset,
+ * then a take of 8, denied, boxed.  Table: the take finds the new key (5),
+ * is denied and stores its box with it: a take of 5 is denied for the
+ * hour.  (Forgotten with the key, the box let it be granted.) */
+TEST(EscrowOverAdmission, ABoxAfterAResetOutlivesTheResetsCommit)
 {
 	const Limit boxed = WithPenalty(WithInitial(Policy(0, 10), 5), 3600 * kSecond);
 	Slot slot = Holding(boxed, 2, kT0);
