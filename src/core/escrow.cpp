@@ -137,6 +137,10 @@ Unspent(const EscrowState &state, const EscrowRecord &record, const Limit &limit
 void
 CommitTakeOrRefund(EscrowState &state, const EscrowRecord &record, const Limit &limit) noexcept
 {
+	/* A refund on a key reset since, which starts full: the table's finds
+	 * the key new, full, and stores nothing. */
+	if (record.refunds && state.absent && !StartsBelowFull(limit))
+		return;
 	if (Unchanged(state, record)) {
 		state.bucket = record.next;
 	} else {
@@ -189,28 +193,37 @@ FinishHeld(EscrowState &state, const EscrowRecord &record, const Limit &limit, b
 		if (state.absent && !record.reset && !record.after_reset &&
 		    state.commits != record.commits_at)
 			return end;
-		if (record.takes || record.refunds)
+		/* Decided while a reset that has committed since was open: on the
+		 * new key, which its call stores if it starts below full (a first
+		 * sighting, maybe boxed), or if it takes or refunds.  A box alone
+		 * does not store a key that starts full: the escrow may have denied
+		 * on what the reset ends (the takes before it), where the new key,
+		 * full, grants. */
+		const bool renews = state.absent && record.after_reset && !record.reset;
+		if (record.takes || record.refunds) {
 			CommitTakeOrRefund(state, record, limit);
-		if (record.boxed) {
+		} else if (renews && StartsBelowFull(limit)) {
+			state.bucket = NewBucket(limit, record.at_us);
+			state.absent = false;
+			state.version++;
+			state.commits++;
+		}
+		if (record.boxed && !state.absent) {
 			/* Refilled to the denial, as the table stores it: what the call
 			 * decided if nothing has changed since, else the committed bucket
-			 * as it found it; decided after a reset that has committed, on
-			 * the new key, as the table stores it with the box. */
-			if (Unchanged(state, record)) {
+			 * as it found it (a key reset since keeps no box). */
+			if (Unchanged(state, record))
 				state.bucket = record.next;
-				state.version++;
-			} else if (!state.absent) {
+			else
 				state.bucket = AsDecided(state, record, limit);
-				state.version++;
-			} else if (record.after_reset) {
-				state.bucket = NewBucket(limit, record.at_us);
+			/* Decided after a reset, on the new key: the box holds there,
+			 * however the key was stored since. */
+			if (record.after_reset && state.bucket.blocked_until_us < record.next.blocked_until_us)
 				state.bucket.blocked_until_us = record.next.blocked_until_us;
-				state.absent = false;
-				state.version++;
-			}
 			/* A committed box settles the key as stored with it, and
 			 * outlives the abort of whoever stored the key first. */
 			state.unsettled = false;
+			state.version++;
 			state.commits++;
 		}
 		if (record.reset) {
@@ -291,8 +304,14 @@ Decide(EscrowState &state, const Operation &operation, const Limit &limit,
 		 * it, and, committed, find the key new.  Until it ends, a call
 		 * counts on no more than a new key leaves either, less what is
 		 * pending. */
-		if (state.resets > 0)
-			seen.tokens = Least(seen.tokens, StartTokens(limit) - pending);
+		if (state.resets > 0) {
+			/* The new key as this call, or the last recorded one (which may
+			 * have seen it first), starts it. */
+			double start = Least(StartTokens(limit), StartTokens(state.limit));
+			if (state.prior_holds > 0)
+				start = Least(start, StartTokens(state.prior_limit));
+			seen.tokens = Least(seen.tokens, start - pending);
+		}
 	}
 
 	EscrowStep step{};
@@ -312,8 +331,10 @@ Decide(EscrowState &state, const Operation &operation, const Limit &limit,
 	 * as the table does (a refund of nothing included), so that it earns
 	 * from its first sighting. */
 	const bool sighting = is_new && starts_below_full;
+	/* So does it on the new key a reset open leaves, if that commits. */
+	const bool sighting_if_reset = state.resets > 0 && starts_below_full;
 	if (operation.kind == Operation::kCheck || operation.kind == Operation::kPeek ||
-	    (!take && !refund && !boxed && !sighting))
+	    (!take && !refund && !boxed && !sighting && !sighting_if_reset))
 		return step;
 
 	step.recorded = true;

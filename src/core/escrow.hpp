@@ -27,9 +27,15 @@
  * refill counted on the bucket since it was decided (the table adds it at
  * once, and the bucket it raised may have met its burst meanwhile).  While
  * a reset is open (`resets`), every call counts on no more than a new key
- * leaves either, less what is pending.  A call decided before a reset and
- * committed after it leaves nothing (the table's reset waits for it); one
- * decided while the reset was open counts after it, on the new key.
+ * leaves either (as its limit, or the last recorded call's, starts it),
+ * less what is pending.  A call decided before a reset and committed after
+ * it leaves nothing (the table's reset waits for it); one decided while the
+ * reset was open counts after it, on the new key: it stores the key's
+ * first sighting if the key starts below full (a denial too), a refund
+ * stores nothing on a key that starts full, and a box holds on the new key
+ * however the key was stored since, but stores no key that starts full by
+ * itself (the escrow may have denied on takes the reset ends, where the
+ * table's new key grants).
  *
  * A penalty box is stored at once, on the committed bucket as it stands
  * (the refill to the denial, which the table stores with it, is added when

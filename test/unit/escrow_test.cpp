@@ -819,6 +819,100 @@ TEST(EscrowOverAdmission, ARefundOverATakeThatAbortsStoresNoBucket)
 	EXPECT_FALSE(Call(slot, nullptr, Take(2), later, kT0 + kSecond).decision.allowed);
 }
 
+/* A denial after a reset in the same transaction stores the first
+ * sighting of the new key that starts below full, as the table does.  1 a
+ * second up to 10, new keys start with none, 5 left; in one transaction a
+ * reset, then a take of 8, denied.  Table: the take finds the new key, is
+ * denied, and stores it, empty, at kT0; redefined never to refill, it
+ * still holds nothing.  (Left absent, the key started full under the new
+ * definition: a take of 1 granted.) */
+TEST(EscrowOverAdmission, ADenialAfterAResetStoresTheNewKeysFirstSighting)
+{
+	const Limit zero = WithInitial(Policy(1, 10), 0), never = Policy(0, 10);
+	Slot slot = Holding(zero, 5, kT0);
+	Transaction t1;
+	ASSERT_TRUE(Reset(slot, t1));
+	EXPECT_FALSE(Call(slot, &t1, Take(8), zero, kT0).decision.allowed);
+	End(slot, t1, true);
+	EXPECT_FALSE(Call(slot, nullptr, Take(1), never, kT0 + kSecond).decision.allowed);
+}
+
+/* A refund after a reset in the same transaction, on a key that starts
+ * full, stores nothing: the table's refund finds the key new, full.  1 a
+ * second up to 10, 5 left; a reset, then a refund of 1.  Redefined so
+ * that new keys start with none, the key holds nothing.  (Stored full,
+ * it held 10: a take of 1 granted.) */
+TEST(EscrowOverAdmission, ARefundAfterAResetOnAFullNewKeyStoresNothing)
+{
+	const Limit full = Policy(1, 10), zero = WithInitial(Policy(1, 10), 0);
+	Slot slot = Holding(full, 5, kT0);
+	Transaction t1;
+	ASSERT_TRUE(Reset(slot, t1));
+	EXPECT_TRUE(Call(slot, &t1, GiveBack(1), full, kT0).decision.allowed);
+	End(slot, t1, true);
+	EXPECT_FALSE(Call(slot, nullptr, Take(1), zero, kT0).decision.allowed);
+}
+
+/* A penalty box started after a reset outlives the commit of a take of
+ * its transaction that stored the new key first.  10 a second up to 3, a
+ * box of 2 seconds; in one transaction a reset, a take of 1 (granted from
+ * the new key), then a take of 2.5, denied, boxed.  Table: the box holds:
+ * a take of 1 at +0.1s is denied.  (Stored anew by the take's commit, the
+ * key lost the box: granted.) */
+TEST(EscrowOverAdmission, ABoxAfterAResetOutlivesAnEarlierTakesCommit)
+{
+	const Limit boxed = WithPenalty(Policy(10, 3), 2 * kSecond);
+	Slot slot = Holding(boxed, 3, kT0);
+	Transaction t1;
+	ASSERT_TRUE(Reset(slot, t1));
+	EXPECT_TRUE(Call(slot, &t1, Take(1), boxed, kT0).decision.allowed);
+	const EscrowStep denial = Call(slot, &t1, Take(2.5), boxed, kT0);
+	EXPECT_FALSE(denial.decision.allowed);
+	EXPECT_TRUE(denial.record.boxed);
+	End(slot, t1, true);
+	EXPECT_FALSE(Call(slot, nullptr, Take(1), boxed, kT0 + kSecond / 10).decision.allowed);
+}
+
+/* A box started after a reset, on a key that starts full, where the escrow
+ * denied only because of takes before the reset (which the reset ends),
+ * does not store the new key with it: the table's take, on the new key,
+ * full, is granted and stores what it leaves.  0.25 a second up to 10, a
+ * box of 0.3 s; in one transaction takes of 2 and 3, a reset, a take of 9:
+ * denied.  Table: 10 - 9 = 1; redefined to 1 a second up to 3, new keys
+ * starting with 1, it holds 1.5 half a second later: a take of 2 is
+ * denied.  (Stored full with the box, which has ended: 3, granted.) */
+TEST(EscrowOverAdmission, ABoxAfterAResetStoresNoKeyThatStartsFull)
+{
+	const Limit boxed = WithPenalty(Policy(0.25, 10), 300000);
+	const Limit later = WithPenalty(WithInitial(Policy(1, 3), 1), 300000);
+	Slot slot = Holding(boxed, 10, kT0);
+	Transaction t1;
+	EXPECT_TRUE(Call(slot, &t1, Take(2), boxed, kT0).decision.allowed);
+	EXPECT_TRUE(Call(slot, &t1, Take(3), boxed, kT0).decision.allowed);
+	ASSERT_TRUE(Reset(slot, t1));
+	EXPECT_FALSE(Call(slot, &t1, Take(9), boxed, kT0).decision.allowed);
+	End(slot, t1, true);
+	EXPECT_FALSE(Call(slot, nullptr, Take(2), later, kT0 + kSecond / 2).decision.allowed);
+}
+
+/* While a reset is open, a call counts on no more than the new key leaves
+ * as the last recorded call starts it, which may have stored it first.
+ * Never refilling, up to 10, 10 left; in one transaction a reset, a take
+ * of 1 under a definition whose new keys start with none (denied: it
+ * stores the new key, empty), then a take of 1 under one whose new keys
+ * start with 5.  Table: the second take finds the key stored empty:
+ * denied.  (Counted on a new key of the second definition: granted.) */
+TEST(EscrowOverAdmission, ACallDuringAResetCountsOnTheNewKeyAsStoredFirst)
+{
+	const Limit none = WithInitial(Policy(0, 10), 0), five = WithInitial(Policy(0, 10), 5);
+	Slot slot = Holding(none, 10, kT0);
+	Transaction t1;
+	ASSERT_TRUE(Reset(slot, t1));
+	EXPECT_FALSE(Call(slot, &t1, Take(1), none, kT0).decision.allowed);
+	EXPECT_FALSE(Call(slot, &t1, Take(1), five, kT0).decision.allowed);
+	End(slot, t1, true);
+}
+
 /* ------------------------------------------------------- helpers, invariants */
 
 TEST(EscrowState, ListedAndAvailableSpendWhatIsPending)
