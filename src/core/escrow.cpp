@@ -202,7 +202,7 @@ FinishHeld(EscrowState &state, const EscrowRecord &record, const Limit &limit, b
 		const bool renews = state.absent && record.after_reset && !record.reset;
 		if (record.takes || record.refunds) {
 			CommitTakeOrRefund(state, record, limit);
-		} else if (renews && StartsBelowFull(limit)) {
+		} else if (renews && (StartsBelowFull(limit) || record.reboxes)) {
 			state.bucket = NewBucket(limit, record.at_us);
 			state.absent = false;
 			state.version++;
@@ -323,9 +323,12 @@ Decide(EscrowState &state, const Operation &operation, const Limit &limit,
 	 * the table stores it, so that later refill counts from the same point;
 	 * so is one that would write on the committed bucket (its refill, a
 	 * lowered burst's cap), which the table, waiting for what is pending,
-	 * may find. */
+	 * may find, and one under another limit than records still open were
+	 * decided under (their refunds may raise the balance above its burst,
+	 * which its commit then caps). */
 	const bool refund = operation.kind == Operation::kRefund &&
-	                    (decision.write || Apply(operation, committed, limit, now_us).write);
+	                    (decision.write || other_now || state.prior_holds > 0 ||
+	                     Apply(operation, committed, limit, now_us).write);
 	const bool boxed = decision.next.blocked_until_us != seen.blocked_until_us;
 	/* Any call that writes stores a key never seen that starts below full,
 	 * as the table does (a refund of nothing included), so that it earns
@@ -333,8 +336,17 @@ Decide(EscrowState &state, const Operation &operation, const Limit &limit,
 	const bool sighting = is_new && starts_below_full;
 	/* So does it on the new key a reset open leaves, if that commits. */
 	const bool sighting_if_reset = state.resets > 0 && starts_below_full;
+	/* A denial while a reset is open that the new key alone would deny
+	 * too, starting a box: the table's, waiting for the reset, starts it
+	 * on the new key, also where a box the reset ends denies the call now
+	 * (the box then waits for the reset's commit). */
+	Bucket box_on_new = NewBucket(limit, now_us);
+	if (state.resets > 0 && !decision.allowed)
+		box_on_new = Apply(operation, box_on_new, limit, now_us).next;
+	const bool reboxes = box_on_new.blocked_until_us != kNotBlocked;
+	const bool boxes_if_reset = reboxes && !boxed;
 	if (operation.kind == Operation::kCheck || operation.kind == Operation::kPeek ||
-	    (!take && !refund && !boxed && !sighting && !sighting_if_reset))
+	    (!take && !refund && !boxed && !sighting && !sighting_if_reset && !boxes_if_reset))
 		return step;
 
 	step.recorded = true;
@@ -351,12 +363,21 @@ Decide(EscrowState &state, const Operation &operation, const Limit &limit,
 	 * bucket as it is: the refill to now that the table stores with it
 	 * counts once it commits, so that an abort leaves nothing of it. */
 	if (is_new || boxed) {
+		/* On a key an open transaction stored new (unsettled), which calls
+		 * see as new under their own limit, a box keeps the lesser balance
+		 * of the two: the table's box finds the key as that transaction
+		 * stored it, or, if it aborts, new. */
+		const double sighted = state.bucket.tokens;
+		const bool unsettled = !is_new && state.unsettled;
 		state.bucket = committed;
+		if (unsettled)
+			state.bucket.tokens = Least(state.bucket.tokens, sighted);
 		state.absent = false;
 		state.version++;
 	}
-	if (boxed) {
+	if (boxed)
 		state.bucket.blocked_until_us = decision.next.blocked_until_us;
+	if (boxed || boxes_if_reset) {
 		record.boxed = true;
 		record.prior_blocked_us = committed.blocked_until_us;
 	}
@@ -373,6 +394,9 @@ Decide(EscrowState &state, const Operation &operation, const Limit &limit,
 	record.relimits = changed;
 	record.after_reset = state.resets > 0;
 	record.next = decision.next;
+	if (boxes_if_reset)
+		record.next.blocked_until_us = box_on_new.blocked_until_us;
+	record.reboxes = reboxes;
 	record.created = is_new;
 	record.commits_at = state.commits;
 	/* Stored new, starting below full (a first sighting, or a refund or a
@@ -384,7 +408,7 @@ Decide(EscrowState &state, const Operation &operation, const Limit &limit,
 		state.unsettled = true;
 	}
 	record.version_after = state.version;
-	RL_CORE_ASSERT(!boxed || (!take && !refund)); /* `amount` is the box before */
+	RL_CORE_ASSERT(!record.boxed || (!take && !refund)); /* `amount` is the box before */
 	RL_CORE_ASSERT(InvariantsHold(state));
 	return step;
 }

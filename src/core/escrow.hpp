@@ -23,9 +23,13 @@
  * leave, and equal to it when no take is pending across a refill.
  *
  * Refunds and resets, which raise a balance, take effect when their
- * transaction commits; a refund then adds no more than its amount less the
- * refill counted on the bucket since it was decided (the table adds it at
- * once, and the bucket it raised may have met its burst meanwhile).  While
+ * transaction commits (a refund is recorded, maybe of nothing, whenever it
+ * would write on the committed bucket, or is made under another limit than
+ * open records were: its commit then stores the refill and the cap of its
+ * limit, as the table does); a refund then adds no more than its amount
+ * less the refill counted on the bucket since it was decided (the table
+ * adds it at once, and the bucket it raised may have met its burst
+ * meanwhile).  While
  * a reset is open (`resets`), every call counts on no more than a new key
  * leaves either (as its limit, or the last recorded call's, starts it),
  * less what is pending.  A call decided before a reset and committed after
@@ -34,8 +38,10 @@
  * first sighting if the key starts below full (a denial too), a refund
  * stores nothing on a key that starts full, and a box holds on the new key
  * however the key was stored since, but stores no key that starts full by
- * itself (the escrow may have denied on takes the reset ends, where the
- * table's new key grants).
+ * itself unless the new key alone would deny the call too (the escrow may
+ * have denied on takes the reset ends, where the table's new key grants).
+ * A take denied inside a box the reset ends, that the new key alone would
+ * deny, starts a box for the new key, stored if the reset commits.
  *
  * A penalty box is stored at once, on the committed bucket as it stands
  * (the refill to the denial, which the table stores with it, is added when
@@ -44,7 +50,8 @@
  * full is stored at once too, but counts as the key's only once committed:
  * until then (`unsettled`) every call sees the key as new, under any box
  * stored since and less what is pending; a commit of a take, a refund or a
- * box settles it.  An abort forgets a bucket its transaction stored new,
+ * box settles it (a box stored meanwhile keeps the lesser of the balance
+ * stored and the new key's).  An abort forgets a bucket its transaction stored new,
  * if no commit has touched it since (a refund that left it full, as a new
  * key starts, does not count: the table's refund, waiting for that
  * transaction, would find the key new and store nothing).
@@ -129,6 +136,8 @@ struct EscrowRecord {
 	bool relimits : 1;           /* the call judged the state by another limit than before */
 	bool after_reset : 1;        /* decided while a reset of the key was open: at commit it
 	                                counts after that reset, not before */
+	bool reboxes : 1;            /* boxed, and the new key that reset leaves alone would start
+	                                the box too: stored with the new key if the reset commits */
 };
 
 static_assert(sizeof(EscrowRecord) <= 64, "an escrow record takes 64 bytes");

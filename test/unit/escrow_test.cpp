@@ -913,6 +913,60 @@ TEST(EscrowOverAdmission, ACallDuringAResetCountsOnTheNewKeyAsStoredFirst)
 	End(slot, t1, true);
 }
 
+/* A take denied while a reset is open, inside a box the reset ends, that
+ * the new key alone would deny too, starts a box on the new key.  Never
+ * refilling, up to 10, new keys start with 2, a box of an hour; 3 left.
+ * In one transaction a take of 5, denied, boxed; a reset; a take of 5,
+ * denied inside that box.  Table: the reset ends the first box; the second
+ * take finds the new key (2), is denied, and starts its own: a take of 1
+ * is denied.  (Without a box of its own, the new key granted it.) */
+TEST(EscrowOverAdmission, ADenialDuringAResetBoxesTheNewKey)
+{
+	const Limit boxed = WithPenalty(WithInitial(Policy(0, 10), 2), 3600 * kSecond);
+	Slot slot = Holding(boxed, 3, kT0);
+	Transaction t1;
+	EXPECT_FALSE(Call(slot, &t1, Take(5), boxed, kT0).decision.allowed);
+	ASSERT_TRUE(Reset(slot, t1));
+	EXPECT_FALSE(Call(slot, &t1, Take(5), boxed, kT0).decision.allowed);
+	End(slot, t1, true);
+	EXPECT_FALSE(Call(slot, nullptr, Take(1), boxed, kT0 + kSecond).decision.allowed);
+}
+
+/* A box on a key an open transaction stored new, under a limit whose new
+ * keys start higher, keeps the balance that transaction stored.  50 a
+ * second up to 3, new keys start with none; in one transaction a refund of
+ * 1 (the key's first sighting), then, redefined to 10 a second up to 40
+ * with a box, a take of 4: denied, boxed.  Table: 0 + 1 = 1, boxed.
+ * (Stored as the new definition's new key, 40, capped at the refund's
+ * commit: 3.) */
+TEST(EscrowOverAdmission, ABoxOnAnOpenFirstSightingKeepsItsBalance)
+{
+	const Limit zero = WithInitial(Policy(50, 3), 0);
+	const Limit boxed = WithPenalty(Policy(10, 40), 300000);
+	Slot slot;
+	Transaction t1;
+	EXPECT_TRUE(Call(slot, &t1, GiveBack(1), zero, kT0).recorded);
+	EXPECT_FALSE(Call(slot, &t1, Take(4), boxed, kT0).decision.allowed);
+	End(slot, t1, true);
+	ExpectDecision(Look(slot, boxed, 0, kT0), true, 1);
+}
+
+/* A refund under another limit than records still open were decided
+ * under is recorded, so that its commit caps what they raised at its
+ * burst.  1 a second up to 3, emptied at kT0; in one transaction a refund
+ * of 2, then, redefined never to refill, up to 1, a refund of nothing.
+ * Table: 2, then 1.  (Not recorded, the second left 2.) */
+TEST(EscrowOverAdmission, ARefundUnderAnotherLimitCapsWhatOpenRefundsRaise)
+{
+	const Limit three = Policy(1, 3), one = Policy(0, 1), later = Policy(0.25, 3);
+	Slot slot = Holding(three, 0, kT0);
+	Transaction t1;
+	EXPECT_TRUE(Call(slot, &t1, GiveBack(2), three, kT0).recorded);
+	EXPECT_TRUE(Call(slot, &t1, GiveBack(0), one, kT0).recorded);
+	End(slot, t1, true);
+	ExpectDecision(Look(slot, later, 0, kT0), true, 1);
+}
+
 /* ------------------------------------------------------- helpers, invariants */
 
 TEST(EscrowState, ListedAndAvailableSpendWhatIsPending)
