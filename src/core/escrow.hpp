@@ -23,15 +23,38 @@
  * leave, and equal to it when no take is pending across a refill.
  *
  * Refunds and resets, which raise a balance, take effect when their
- * transaction commits.  A penalty box is stored at once, on the committed
- * bucket as it stands (the refill to the denial, which the table stores with
- * it, is added when the box commits, if nothing changed the bucket since),
- * and lifted by an abort that finds it unchanged.  The first sighting of a
- * key that starts below full is stored at once too, but counts as the key's
- * only once committed: until then (`unsettled`) every call sees the key as
- * new, under any box stored since and less what is pending; a commit of a
- * take, a refund or a box settles it.  An abort forgets a bucket its
- * transaction stored new, if no commit has touched it since.
+ * transaction commits (a refund is recorded, maybe of nothing, whenever it
+ * would write on the committed bucket, or is made under another limit than
+ * open records were: its commit then stores the refill and the cap of its
+ * limit, as the table does); a refund then adds no more than its amount
+ * less the refill counted on the bucket since it was decided (the table
+ * adds it at once, and the bucket it raised may have met its burst
+ * meanwhile).  While
+ * a reset is open (`resets`), every call counts on no more than a new key
+ * leaves either (as its limit, or the last recorded call's, starts it),
+ * less what is pending.  A call decided before a reset and committed after
+ * it leaves nothing (the table's reset waits for it); one decided while the
+ * reset was open counts after it, on the new key: it stores the key's
+ * first sighting if the key starts below full (a denial too), a refund
+ * stores nothing on a key that starts full, and a box holds on the new key
+ * however the key was stored since, but stores no key that starts full by
+ * itself unless the new key alone would deny the call too (the escrow may
+ * have denied on takes the reset ends, where the table's new key grants).
+ * A take denied inside a box the reset ends, that the new key alone would
+ * deny, starts a box for the new key, stored if the reset commits.
+ *
+ * A penalty box is stored at once, on the committed bucket as it stands
+ * (the refill to the denial, which the table stores with it, is added when
+ * the box commits, no further than the denial), and lifted by an abort
+ * that finds it unchanged.  The first sighting of a key that starts below
+ * full is stored at once too, but counts as the key's only once committed:
+ * until then (`unsettled`) every call sees the key as new, under any box
+ * stored since and less what is pending; a commit of a take, a refund or a
+ * box settles it (a box stored meanwhile keeps the lesser of the balance
+ * stored and the new key's).  An abort forgets a bucket its transaction stored new,
+ * if no commit has touched it since (a refund that left it full, as a new
+ * key starts, does not count: the table's refund, waiting for that
+ * transaction, would find the key new and store nothing).
  *
  * The state is judged by the limit of its last recorded call.  When a call
  * brings another (the policy was redefined) while transactions hold the
@@ -47,10 +70,12 @@
  * - 0 <= prior_holds <= holds: the records from before the last change of
  *   limit (limit_epoch) still open;
  * - 0 <= provisional <= holds: the first sightings still open;
- * - unsettled only while provisional > 0.
+ * - unsettled only while provisional > 0;
+ * - resets <= holds: the resets still open.
  * version changes whenever the committed state does, commits whenever a
- * commit changes the bucket, limit_epoch whenever `limit` does: Finish
- * compares them with what a record saw.
+ * commit changes the bucket (a reset's included, but for such a refund),
+ * limit_epoch whenever `limit` does: Finish compares them with what a
+ * record saw.
  */
 #ifndef RATELIMIT_CORE_ESCROW_HPP
 #define RATELIMIT_CORE_ESCROW_HPP
@@ -79,6 +104,8 @@ struct EscrowState {
 	bool unsettled;            /* an open transaction stored the key new, starting below full,
 	                              and no commit has settled it since: calls see it as new
 	                              (under any penalty box stored meanwhile) */
+	std::uint32_t resets;      /* of the holds, resets: while any is open, calls count on no
+	                              more than a new key leaves either */
 };
 
 /* What an open transaction did to a state: to finish at its commit, or to
@@ -107,6 +134,10 @@ struct EscrowRecord {
 	bool boxed : 1;              /* a penalty box was started (until next.blocked_until_us):
 	                                lifted at abort if still in place */
 	bool relimits : 1;           /* the call judged the state by another limit than before */
+	bool after_reset : 1;        /* decided while a reset of the key was open: at commit it
+	                                counts after that reset, not before */
+	bool reboxes : 1;            /* boxed, and the new key that reset leaves alone would start
+	                                the box too: stored with the new key if the reset commits */
 };
 
 static_assert(sizeof(EscrowRecord) <= 64, "an escrow record takes 64 bytes");

@@ -7,8 +7,8 @@
  * escrow's basic promises; each later one is a scenario the memory engine
  * once answered wrongly, named after what it now does, under a comment that
  * names the commit that corrected it (each fails if that correction is
- * undone in the core).  Clocks are as the SQL tests fix them:
- * ratelimit.fixed_clock 2000000000 is kT0.
+ * undone in the core); the last, still open, is disabled.  Clocks are as
+ * the SQL tests fix them: ratelimit.fixed_clock 2000000000 is kT0.
  */
 #include "escrow_harness.hpp"
 
@@ -599,26 +599,112 @@ TEST(EscrowFix, ARecordSaysWhetherItStoredOrRejudgedItsBucket)
 	End(slot, holds, false);
 }
 
-/* --------------------------------------------- over-admissions still open */
-
-/*
- * Each case below grants, or leaves, what the table engine would not, found
- * by escrow_property_test.cpp and reduced by hand.  They are disabled until
- * the arithmetic is corrected; each asserts the table engine's answer, and
- * says why the table gives it (a call that finds another transaction's
- * write in flight waits for it and decides on what it left).  Run them with
- * --gtest_also_run_disabled_tests.
+/* -------------------------------------------------------------------------
+ * Over-admissions found by escrow_property_test.cpp and reduced by hand:
+ * the escrow granted, or left, what the table engine would not.  Each case
+ * asserts the table engine's answer, and says why the table gives it (a
+ * call that finds another transaction's write in flight waits for it and
+ * decides on what it left), and, in parentheses, what the escrow answered
+ * before the commit named above it.
  */
 
-/* A penalty box started while another take is pending is stored without
- * the refill the table stores with it (the escrow adds that refill at
- * commit only when nothing was pending).  Once the take aborts, the bucket
- * still counts refill from before the box: redefined to refill faster, the
- * faster rate is credited over time the table credited at the old one.
- * Table: the box's denial waits for the take, which aborts; it stores
- * {10 at +10s}; at +11s under 2 a second that is 12: a take of 20 is
- * denied.  Escrow: {0 at kT0} refilled 11 s at 2 a second: 22, granted. */
-TEST(EscrowOverAdmission, DISABLED_ABoxDecidedOverAPendingTakeStoresItsRefill)
+/* -------------------------------------------------------------------------
+ * Guards d14ed79, "Escrow: a take committed late is taken from the balance
+ * capped at its burst".
+ */
+
+/* A take committed after the burst was lowered, when something else was
+ * pending and the bucket's stamp is not before the take, is taken from the
+ * balance capped at the new burst, as the call found it: 29 of a burst of
+ * 40, lowered to 10 at the same instant; a take of 1 pending, then one of
+ * 7 that commits first.  Table: 10 - 8 = 2 left.  (Taken from the balance
+ * as stored, 29 - 8 = 21 would be read as 10.) */
+TEST(EscrowOverAdmission, ACommitUnderALoweredBurstTakesFromTheCappedBalance)
+{
+	const Limit forty = Policy(2.5, 40), ten = Policy(2.5, 10);
+	Slot slot = Holding(forty, 29, kT0);
+	Transaction t1;
+	EXPECT_TRUE(Call(slot, &t1, Take(1), ten, kT0).decision.allowed);
+	EXPECT_TRUE(Call(slot, nullptr, Take(7), ten, kT0).decision.allowed);
+	End(slot, t1, true);
+	ExpectDecision(Look(slot, ten, 0, kT0), true, 2);
+}
+
+/* -------------------------------------------------------------------------
+ * Guards 2812dd7, "Escrow: a call under a new limit compares both balances
+ * refilled to now".
+ */
+
+/* A call under a new limit counts on no more than the limit kept from
+ * before leaves also when nothing is pending (a refund, a box, a first
+ * sighting or a reset open under the old limit): both balances are
+ * compared refilled to now, each under its limit.  1 a second, emptied at
+ * kT0; at +10s a refund of nothing under it is open; redefined to 10 a
+ * second, a take of 50 at +10s.  Table: it waits for the refund;
+ * committed, that stored {10 at +10s}: denied.  (Compared unrefilled, the
+ * call refilled under the new limit alone: {0 at kT0} refilled 10 s at 10
+ * a second, 100, granted.) */
+TEST(EscrowOverAdmission, ANewLimitCountsOnTheOldWithNothingPending)
+{
+	const Limit one = Policy(1, 100), ten = Policy(10, 100);
+	Slot slot = Holding(one, 0, kT0);
+	Transaction t1;
+	EXPECT_TRUE(Call(slot, &t1, GiveBack(0), one, kT0 + 10 * kSecond).recorded);
+	EXPECT_FALSE(Call(slot, nullptr, Take(50), ten, kT0 + 10 * kSecond).decision.allowed);
+	End(slot, t1, true);
+}
+
+/* -------------------------------------------------------------------------
+ * Guards 8316d8d, "Escrow: a refund that would write on the committed
+ * bucket is recorded".
+ */
+
+/* The same with a refund of nothing, which the table stores (its refill),
+ * and so does the escrow, though it finds the bucket refilled already
+ * because a take is pending. */
+TEST(EscrowOverAdmission, ARefundOfNothingOverAPendingTakeStoresItsRefill)
+{
+	const Limit one = Policy(1, 100), two = Policy(2, 100);
+	Slot slot = Holding(one, 0, kT0);
+	Transaction t1;
+	EXPECT_TRUE(Call(slot, &t1, Take(5), one, kT0 + 10 * kSecond).decision.allowed);
+	EXPECT_TRUE(Call(slot, nullptr, GiveBack(0), one, kT0 + 10 * kSecond).decision.allowed);
+	End(slot, t1, false);
+	EXPECT_FALSE(Call(slot, nullptr, Take(20), two, kT0 + 11 * kSecond).decision.allowed);
+}
+
+/* A refund that caps the balance at a burst lowered below it is stored,
+ * as the table stores it, also when it refunds nothing and follows others
+ * of its transaction.  10 a second up to 40, full; in one transaction a
+ * refund of 1, then, the policy lowered to 3, a refund of 2, then, back at
+ * 40, a refund of 1.  Table: 40, 3, then 4.  (Not recorded, the second
+ * left 40.) */
+TEST(EscrowOverAdmission, ARefundUnderALoweredBurstCapsTheBalance)
+{
+	const Limit forty = Policy(10, 40), three = Policy(0.25, 3);
+	Slot slot = Holding(forty, 40, kT0);
+	Transaction t;
+	EXPECT_TRUE(Call(slot, &t, GiveBack(1), forty, kT0 + kSecond).recorded);
+	EXPECT_TRUE(Call(slot, &t, GiveBack(2), three, kT0 + kSecond).recorded);
+	EXPECT_TRUE(Call(slot, &t, GiveBack(1), forty, kT0 + kSecond).recorded);
+	End(slot, t, true);
+	ExpectDecision(Look(slot, forty, 0, kT0 + kSecond), true, 4);
+}
+
+/* -------------------------------------------------------------------------
+ * Guards a69ee16, "Escrow: a box decided over a pending take stores its
+ * refill at commit".
+ */
+
+/* A penalty box started while another take is pending stores at its
+ * commit the refill the table stores with it, as one decided with nothing
+ * pending does.  Once the take aborts, the bucket counts no refill from
+ * before the box: redefined to refill faster, the faster rate is not
+ * credited over time the table credited at the old one.  Table: the box's
+ * denial waits for the take, which aborts; it stores {10 at +10s}; at +11s
+ * under 2 a second that is 12: a take of 20 is denied.  (Without that
+ * refill: {0 at kT0} refilled 11 s at 2 a second, 22, granted.) */
+TEST(EscrowOverAdmission, ABoxDecidedOverAPendingTakeStoresItsRefill)
 {
 	const Limit one = WithPenalty(Policy(1, 100), kSecond);
 	const Limit two = WithPenalty(Policy(2, 100), kSecond);
@@ -630,61 +716,68 @@ TEST(EscrowOverAdmission, DISABLED_ABoxDecidedOverAPendingTakeStoresItsRefill)
 	EXPECT_FALSE(Call(slot, nullptr, Take(20), two, kT0 + 11 * kSecond).decision.allowed);
 }
 
-/* The same with a refund of nothing, which the table stores (its refill)
- * and the escrow does not even record while a take is pending. */
-TEST(EscrowOverAdmission, DISABLED_ARefundOfNothingOverAPendingTakeStoresItsRefill)
+/* -------------------------------------------------------------------------
+ * Guards 9aac9b5, "Escrow: a refund leaving a new key full does not keep it
+ * from being forgotten".
+ */
+
+/* A refund decided over a pending take on a key never seen finds it short
+ * of full and is recorded; its commit leaves the bucket full, as the key
+ * starts, and when the take aborts the bucket is forgotten with it.  The
+ * table's refund waits for the take, finds the key new and full, and
+ * stores nothing.  Alike while the limit stays; redefined so that new keys
+ * start below full, a stored bucket would be full again at once, where the
+ * table's key starts anew.  1 a second up to 1; then 50 a second up to 3,
+ * new keys starting with 1: a take of 2 a second later.  Table: 1 (new),
+ * denied.  (Kept: {1 at kT0} refilled, 3, granted.) */
+TEST(EscrowOverAdmission, ARefundOverATakeThatAbortsStoresNoBucket)
 {
-	const Limit one = Policy(1, 100), two = Policy(2, 100);
-	Slot slot = Holding(one, 0, kT0);
+	const Limit one = Policy(1, 1);
+	const Limit later = WithInitial(Policy(50, 3), 1);
+	Slot slot;
 	Transaction t1;
-	EXPECT_TRUE(Call(slot, &t1, Take(5), one, kT0 + 10 * kSecond).decision.allowed);
-	EXPECT_TRUE(Call(slot, nullptr, GiveBack(0), one, kT0 + 10 * kSecond).decision.allowed);
+	EXPECT_TRUE(Call(slot, &t1, Take(1), one, kT0).decision.allowed);
+	EXPECT_TRUE(Call(slot, nullptr, GiveBack(1), one, kT0).recorded);
 	End(slot, t1, false);
-	EXPECT_FALSE(Call(slot, nullptr, Take(20), two, kT0 + 11 * kSecond).decision.allowed);
+	EXPECT_FALSE(Call(slot, nullptr, Take(2), later, kT0 + kSecond).decision.allowed);
 }
 
-/* A call under a new limit counts on no more than the limit kept from
- * before leaves only when takes are pending: with holds but nothing pending
- * (a refund, a box, a first sighting or a reset open under the old limit),
- * both balances are compared unrefilled, and the call refills under the new
- * limit alone.  1 a second, emptied at kT0; at +10s a refund of nothing
- * under it is open; redefined to 10 a second, a take of 50 at +10s.  Table:
- * it waits for the refund; committed, that stored {10 at +10s}: denied.
- * Escrow: {0 at kT0} refilled 10 s at 10 a second: 100, granted. */
-TEST(EscrowOverAdmission, DISABLED_ANewLimitCountsOnTheOldWithNothingPending)
+/* -------------------------------------------------------------------------
+ * Guards 640f1fd, "Escrow: a refund committed late adds no more than refill
+ * left room for".
+ */
+
+/* A refund applied at its commit does not escape the cap that refill met
+ * meanwhile: it adds no more than its amount less the refill counted
+ * since.  1 a second up to 10, 5 left at kT0; a refund of 5 then, open; at
+ * +5s another transaction takes 5 and commits; the refund commits.  Table:
+ * the refund fills the bucket at kT0; the take waits for it and finds 10
+ * (refill capped): 5 left, and a take of 10 is denied.  (The take leaving
+ * 5 at +5s and the refund adding 5 would leave 10: granted.) */
+TEST(EscrowOverAdmission, ARefundCommittedLateMeetsTheCapRefillMet)
 {
-	const Limit one = Policy(1, 100), ten = Policy(10, 100);
-	Slot slot = Holding(one, 0, kT0);
-	Transaction t1;
-	EXPECT_TRUE(Call(slot, &t1, GiveBack(0), one, kT0 + 10 * kSecond).recorded);
-	EXPECT_FALSE(Call(slot, nullptr, Take(50), ten, kT0 + 10 * kSecond).decision.allowed);
-	End(slot, t1, true);
+	const Limit limit = Policy(1, 10);
+	Slot slot = Holding(limit, 5, kT0);
+	Transaction refunds;
+	EXPECT_TRUE(Call(slot, &refunds, GiveBack(5), limit, kT0).recorded);
+	EXPECT_TRUE(Call(slot, nullptr, Take(5), limit, kT0 + 5 * kSecond).decision.allowed);
+	End(slot, refunds, true);
+	EXPECT_FALSE(Call(slot, nullptr, Take(10), limit, kT0 + 5 * kSecond).decision.allowed);
 }
 
-/* A take committed after the burst was lowered, when something else was
- * pending and the bucket's stamp is not before the take, is taken from the
- * balance as stored, over the new burst: 29 of a burst of 40, lowered to
- * 10 at the same instant; a take of 1 pending, then one of 7 that commits
- * first.  Table: 10 - 8 = 2 left.  Escrow: 29 - 8 = 21 stored, read as
- * 10. */
-TEST(EscrowOverAdmission, DISABLED_ACommitUnderALoweredBurstTakesFromTheCappedBalance)
-{
-	const Limit forty = Policy(2.5, 40), ten = Policy(2.5, 10);
-	Slot slot = Holding(forty, 29, kT0);
-	Transaction t1;
-	EXPECT_TRUE(Call(slot, &t1, Take(1), ten, kT0).decision.allowed);
-	EXPECT_TRUE(Call(slot, nullptr, Take(7), ten, kT0).decision.allowed);
-	End(slot, t1, true);
-	ExpectDecision(Look(slot, ten, 0, kT0), true, 2);
-}
+/* -------------------------------------------------------------------------
+ * Guards 8457597, "Escrow: calls count on what an open reset leaves; a
+ * reset ends what came before it".
+ */
 
-/* A take decided while a reset of its key is open counts on the balance
- * before the reset, though the reset may lower it (new keys start with
- * none here).  Table: the take waits for the reset, then finds a new key
- * with nothing: denied.  Escrow: granted from the 10 before, and the key
- * is left 10 in debt without any reservation.  Alike when the reset is
- * the taker's own, earlier in its transaction. */
-TEST(EscrowOverAdmission, DISABLED_ATakeDuringAResetCountsOnWhatTheResetLeaves)
+/* A take decided while a reset of its key is open counts on no more than
+ * the new key leaves either, since the reset may lower the balance (new
+ * keys start with none here).  Table: the take waits for the reset, then
+ * finds a new key with nothing: denied.  (Counted on the balance before
+ * the reset, it was granted from the 10 there, and the key left 10 in debt
+ * without any reservation.)  Alike when the reset is the taker's own,
+ * earlier in its transaction. */
+TEST(EscrowOverAdmission, ATakeDuringAResetCountsOnWhatTheResetLeaves)
 {
 	const Limit zero = WithInitial(Policy(1, 10), 0);
 	{
@@ -706,14 +799,15 @@ TEST(EscrowOverAdmission, DISABLED_ATakeDuringAResetCountsOnWhatTheResetLeaves)
 	}
 }
 
-/* Takes decided before a reset of their key and committed after it take
- * from a new bucket that starts at their own instant, earning refill for
- * time before the reset.  1 a second up to 10, new keys start with none;
- * full at kT0, a take of 5 pending; a reset commits; the take commits.  At
- * +10s a take of 3.  Table: the reset waits for the take, which wrote
- * first; the key is new after it, first seen at +10s with nothing: denied.
- * Escrow: 0 - 5 at kT0, refilled to 5 at +10s: granted. */
-TEST(EscrowOverAdmission, DISABLED_TakesCommittedAfterAResetEarnNothingFromBeforeIt)
+/* Takes decided before a reset of their key and committed after it leave
+ * nothing: they come before the reset, which leaves nothing of them.  1 a
+ * second up to 10, new keys start with none; full at kT0, a take of 5
+ * pending; a reset commits; the take commits.  At +10s a take of 3.
+ * Table: the reset waits for the take, which wrote first; the key is new
+ * after it, first seen at +10s with nothing: denied.  (Taken from a new
+ * bucket that starts at the take's own instant, 0 - 5 at kT0 earned refill
+ * for time before the reset, 5 at +10s: granted.) */
+TEST(EscrowOverAdmission, TakesCommittedAfterAResetEarnNothingFromBeforeIt)
 {
 	const Limit zero = WithInitial(Policy(1, 10), 0);
 	Slot slot = Holding(zero, 10, kT0);
@@ -725,13 +819,13 @@ TEST(EscrowOverAdmission, DISABLED_TakesCommittedAfterAResetEarnNothingFromBefor
 	EXPECT_FALSE(Call(slot, nullptr, Take(3), zero, kT0 + 10 * kSecond).decision.allowed);
 }
 
-/* A penalty box started after a reset in the same transaction is lost when
- * the reset commits.  Never refilling, up to 10, new keys start with 5, a
- * box of an hour; 2 left.  In one transaction: a reset, then a take of 8,
- * denied, boxed.  Table: the take finds the new key (5), is denied and
- * stores its box with it: a take of 5 is denied for the hour.  Escrow: the
- * key is forgotten with its box: granted. */
-TEST(EscrowOverAdmission, DISABLED_ABoxAfterAResetOutlivesTheResetsCommit)
+/* A penalty box started after a reset in the same transaction outlives
+ * the reset's commit, on the new key.  Never refilling, up to 10, new keys
+ * start with 5, a box of an hour; 2 left.  In one transaction: a reset,
+ * then a take of 8, denied, boxed.  Table: the take finds the new key (5),
+ * is denied and stores its box with it: a take of 5 is denied for the
+ * hour.  (Forgotten with the key, the box let it be granted.) */
+TEST(EscrowOverAdmission, ABoxAfterAResetOutlivesTheResetsCommit)
 {
 	const Limit boxed = WithPenalty(WithInitial(Policy(0, 10), 5), 3600 * kSecond);
 	Slot slot = Holding(boxed, 2, kT0);
@@ -742,11 +836,181 @@ TEST(EscrowOverAdmission, DISABLED_ABoxAfterAResetOutlivesTheResetsCommit)
 	EXPECT_FALSE(Call(slot, nullptr, Take(5), boxed, kT0 + kSecond).decision.allowed);
 }
 
+/* -------------------------------------------------------------------------
+ * Guards 42e1627, "Escrow: after a reset, its transaction's later calls
+ * leave the new key as the table does".
+ */
+
+/* A denial after a reset in the same transaction stores the first
+ * sighting of the new key that starts below full, as the table does.  1 a
+ * second up to 10, new keys start with none, 5 left; in one transaction a
+ * reset, then a take of 8, denied.  Table: the take finds the new key, is
+ * denied, and stores it, empty, at kT0; redefined never to refill, it
+ * still holds nothing.  (Left absent, the key started full under the new
+ * definition: a take of 1 granted.) */
+TEST(EscrowOverAdmission, ADenialAfterAResetStoresTheNewKeysFirstSighting)
+{
+	const Limit zero = WithInitial(Policy(1, 10), 0), never = Policy(0, 10);
+	Slot slot = Holding(zero, 5, kT0);
+	Transaction t1;
+	ASSERT_TRUE(Reset(slot, t1));
+	EXPECT_FALSE(Call(slot, &t1, Take(8), zero, kT0).decision.allowed);
+	End(slot, t1, true);
+	EXPECT_FALSE(Call(slot, nullptr, Take(1), never, kT0 + kSecond).decision.allowed);
+}
+
+/* A refund after a reset in the same transaction, on a key that starts
+ * full, stores nothing: the table's refund finds the key new, full.  1 a
+ * second up to 10, 5 left; a reset, then a refund of 1.  Redefined so
+ * that new keys start with none, the key holds nothing.  (Stored full,
+ * it held 10: a take of 1 granted.) */
+TEST(EscrowOverAdmission, ARefundAfterAResetOnAFullNewKeyStoresNothing)
+{
+	const Limit full = Policy(1, 10), zero = WithInitial(Policy(1, 10), 0);
+	Slot slot = Holding(full, 5, kT0);
+	Transaction t1;
+	ASSERT_TRUE(Reset(slot, t1));
+	EXPECT_TRUE(Call(slot, &t1, GiveBack(1), full, kT0).decision.allowed);
+	End(slot, t1, true);
+	EXPECT_FALSE(Call(slot, nullptr, Take(1), zero, kT0).decision.allowed);
+}
+
+/* A penalty box started after a reset outlives the commit of a take of
+ * its transaction that stored the new key first.  10 a second up to 3, a
+ * box of 2 seconds; in one transaction a reset, a take of 1 (granted from
+ * the new key), then a take of 2.5, denied, boxed.  Table: the box holds:
+ * a take of 1 at +0.1s is denied.  (Stored anew by the take's commit, the
+ * key lost the box: granted.) */
+TEST(EscrowOverAdmission, ABoxAfterAResetOutlivesAnEarlierTakesCommit)
+{
+	const Limit boxed = WithPenalty(Policy(10, 3), 2 * kSecond);
+	Slot slot = Holding(boxed, 3, kT0);
+	Transaction t1;
+	ASSERT_TRUE(Reset(slot, t1));
+	EXPECT_TRUE(Call(slot, &t1, Take(1), boxed, kT0).decision.allowed);
+	const EscrowStep denial = Call(slot, &t1, Take(2.5), boxed, kT0);
+	EXPECT_FALSE(denial.decision.allowed);
+	EXPECT_TRUE(denial.record.boxed);
+	End(slot, t1, true);
+	EXPECT_FALSE(Call(slot, nullptr, Take(1), boxed, kT0 + kSecond / 10).decision.allowed);
+}
+
+/* A box started after a reset, on a key that starts full, where the escrow
+ * denied only because of takes before the reset (which the reset ends),
+ * does not store the new key with it: the table's take, on the new key,
+ * full, is granted and stores what it leaves.  0.25 a second up to 10, a
+ * box of 0.3 s; in one transaction takes of 2 and 3, a reset, a take of 9:
+ * denied.  Table: 10 - 9 = 1; redefined to 1 a second up to 3, new keys
+ * starting with 1, it holds 1.5 half a second later: a take of 2 is
+ * denied.  (Stored full with the box, which has ended: 3, granted.) */
+TEST(EscrowOverAdmission, ABoxAfterAResetStoresNoKeyThatStartsFull)
+{
+	const Limit boxed = WithPenalty(Policy(0.25, 10), 300000);
+	const Limit later = WithPenalty(WithInitial(Policy(1, 3), 1), 300000);
+	Slot slot = Holding(boxed, 10, kT0);
+	Transaction t1;
+	EXPECT_TRUE(Call(slot, &t1, Take(2), boxed, kT0).decision.allowed);
+	EXPECT_TRUE(Call(slot, &t1, Take(3), boxed, kT0).decision.allowed);
+	ASSERT_TRUE(Reset(slot, t1));
+	EXPECT_FALSE(Call(slot, &t1, Take(9), boxed, kT0).decision.allowed);
+	End(slot, t1, true);
+	EXPECT_FALSE(Call(slot, nullptr, Take(2), later, kT0 + kSecond / 2).decision.allowed);
+}
+
+/* While a reset is open, a call counts on no more than the new key leaves
+ * as the last recorded call starts it, which may have stored it first.
+ * Never refilling, up to 10, 10 left; in one transaction a reset, a take
+ * of 1 under a definition whose new keys start with none (denied: it
+ * stores the new key, empty), then a take of 1 under one whose new keys
+ * start with 5.  Table: the second take finds the key stored empty:
+ * denied.  (Counted on a new key of the second definition: granted.) */
+TEST(EscrowOverAdmission, ACallDuringAResetCountsOnTheNewKeyAsStoredFirst)
+{
+	const Limit none = WithInitial(Policy(0, 10), 0), five = WithInitial(Policy(0, 10), 5);
+	Slot slot = Holding(none, 10, kT0);
+	Transaction t1;
+	ASSERT_TRUE(Reset(slot, t1));
+	EXPECT_FALSE(Call(slot, &t1, Take(1), none, kT0).decision.allowed);
+	EXPECT_FALSE(Call(slot, &t1, Take(1), five, kT0).decision.allowed);
+	End(slot, t1, true);
+}
+
+/* -------------------------------------------------------------------------
+ * Guards 3ec0867, "Escrow: three more over-admissions the property test
+ * finds, one transaction at a time".
+ */
+
+/* A take denied while a reset is open, inside a box the reset ends, that
+ * the new key alone would deny too, starts a box on the new key.  Never
+ * refilling, up to 10, new keys start with 2, a box of an hour; 3 left.
+ * In one transaction a take of 5, denied, boxed; a reset; a take of 5,
+ * denied inside that box.  Table: the reset ends the first box; the second
+ * take finds the new key (2), is denied, and starts its own: a take of 1
+ * is denied.  (Without a box of its own, the new key granted it.) */
+TEST(EscrowOverAdmission, ADenialDuringAResetBoxesTheNewKey)
+{
+	const Limit boxed = WithPenalty(WithInitial(Policy(0, 10), 2), 3600 * kSecond);
+	Slot slot = Holding(boxed, 3, kT0);
+	Transaction t1;
+	EXPECT_FALSE(Call(slot, &t1, Take(5), boxed, kT0).decision.allowed);
+	ASSERT_TRUE(Reset(slot, t1));
+	EXPECT_FALSE(Call(slot, &t1, Take(5), boxed, kT0).decision.allowed);
+	End(slot, t1, true);
+	EXPECT_FALSE(Call(slot, nullptr, Take(1), boxed, kT0 + kSecond).decision.allowed);
+}
+
+/* A box on a key an open transaction stored new, under a limit whose new
+ * keys start higher, keeps the balance that transaction stored.  50 a
+ * second up to 3, new keys start with none; in one transaction a refund of
+ * 1 (the key's first sighting), then, redefined to 10 a second up to 40
+ * with a box, a take of 4: denied, boxed.  Table: 0 + 1 = 1, boxed.
+ * (Stored as the new definition's new key, 40, capped at the refund's
+ * commit: 3.) */
+TEST(EscrowOverAdmission, ABoxOnAnOpenFirstSightingKeepsItsBalance)
+{
+	const Limit zero = WithInitial(Policy(50, 3), 0);
+	const Limit boxed = WithPenalty(Policy(10, 40), 300000);
+	Slot slot;
+	Transaction t1;
+	EXPECT_TRUE(Call(slot, &t1, GiveBack(1), zero, kT0).recorded);
+	EXPECT_FALSE(Call(slot, &t1, Take(4), boxed, kT0).decision.allowed);
+	End(slot, t1, true);
+	ExpectDecision(Look(slot, boxed, 0, kT0), true, 1);
+}
+
+/* A refund under another limit than records still open were decided
+ * under is recorded, so that its commit caps what they raised at its
+ * burst.  1 a second up to 3, emptied at kT0; in one transaction a refund
+ * of 2, then, redefined never to refill, up to 1, a refund of nothing.
+ * Table: 2, then 1.  (Not recorded, the second left 2.) */
+TEST(EscrowOverAdmission, ARefundUnderAnotherLimitCapsWhatOpenRefundsRaise)
+{
+	const Limit three = Policy(1, 3), one = Policy(0, 1), later = Policy(0.25, 3);
+	Slot slot = Holding(three, 0, kT0);
+	Transaction t1;
+	EXPECT_TRUE(Call(slot, &t1, GiveBack(2), three, kT0).recorded);
+	EXPECT_TRUE(Call(slot, &t1, GiveBack(0), one, kT0).recorded);
+	End(slot, t1, true);
+	ExpectDecision(Look(slot, later, 0, kT0), true, 1);
+}
+
+/* -------------------------------------------------------------------------
+ * Still open: disabled, it asserts the table engine's answer.  Run it with
+ * --gtest_also_run_disabled_tests.
+ */
+
 /* A take denied inside another transaction's penalty box, not yet
  * committed, starts no box of its own; when that box is rolled back the
  * key is left unboxed.  Never refilling, 2 left, a box of an hour.  Table:
  * the second denial waits for the first, which aborts, and then starts its
- * own box: a take of 1 is denied.  Escrow: granted. */
+ * own box: a take of 1 is denied.  Escrow: granted.  What over-admits:
+ * until the box the table starts would end (the penalty after that
+ * denial), every take the balance allows, here 2 tokens; and that denial
+ * stores no refill, so a policy then redefined to refill faster credits
+ * the time before it at its new rate (the property test's kFollowBoxes).
+ * Correcting it needs to know whether the box in place is committed: a
+ * denial inside a committed box must start none, and the state does not
+ * count the open ones. */
 TEST(EscrowOverAdmission, DISABLED_ADenialInsideAnOpenBoxStartsABoxOfItsOwn)
 {
 	const Limit boxed = WithPenalty(Policy(0, 10), 3600 * kSecond);
@@ -756,60 +1020,6 @@ TEST(EscrowOverAdmission, DISABLED_ADenialInsideAnOpenBoxStartsABoxOfItsOwn)
 	EXPECT_FALSE(Call(slot, nullptr, Take(5), boxed, kT0).decision.allowed);
 	End(slot, t1, false);
 	EXPECT_FALSE(Call(slot, nullptr, Take(1), boxed, kT0).decision.allowed);
-}
-
-/* A refund applied at its commit escapes the cap that refill met
- * meanwhile.  1 a second up to 10, 5 left at kT0; a refund of 5 then, open;
- * at +5s another transaction takes 5 and commits; the refund commits.
- * Table: the refund fills the bucket at kT0; the take waits for it and
- * finds 10 (refill capped): 5 left, and a take of 10 is denied.  Escrow:
- * the take leaves 5 at +5s, the refund adds 5: 10, granted. */
-TEST(EscrowOverAdmission, DISABLED_ARefundCommittedLateMeetsTheCapRefillMet)
-{
-	const Limit limit = Policy(1, 10);
-	Slot slot = Holding(limit, 5, kT0);
-	Transaction refunds;
-	EXPECT_TRUE(Call(slot, &refunds, GiveBack(5), limit, kT0).recorded);
-	EXPECT_TRUE(Call(slot, nullptr, Take(5), limit, kT0 + 5 * kSecond).decision.allowed);
-	End(slot, refunds, true);
-	EXPECT_FALSE(Call(slot, nullptr, Take(10), limit, kT0 + 5 * kSecond).decision.allowed);
-}
-
-/* A refund committed after others of its transaction counts only when it
- * refunds something, though the table stores a refund that caps the
- * balance at a burst lowered below it.  10 a second up to 40, full; in one
- * transaction a refund of 1, then, the policy lowered to 3, a refund of 2,
- * then, back at 40, a refund of 1.  Table: 40, 3, then 4.  Escrow: 40. */
-TEST(EscrowOverAdmission, DISABLED_ARefundUnderALoweredBurstCapsTheBalance)
-{
-	const Limit forty = Policy(10, 40), three = Policy(0.25, 3);
-	Slot slot = Holding(forty, 40, kT0);
-	Transaction t;
-	EXPECT_TRUE(Call(slot, &t, GiveBack(1), forty, kT0 + kSecond).recorded);
-	EXPECT_TRUE(Call(slot, &t, GiveBack(2), three, kT0 + kSecond).recorded);
-	EXPECT_TRUE(Call(slot, &t, GiveBack(1), forty, kT0 + kSecond).recorded);
-	End(slot, t, true);
-	ExpectDecision(Look(slot, forty, 0, kT0 + kSecond), true, 4);
-}
-
-/* A refund decided over a pending take on a key never seen finds it short
- * of full and is recorded; the take aborts, and the refund's commit has
- * stored the bucket, full.  The table's refund waits for the take, finds
- * the key new and full, and stores nothing.  Alike while the limit stays;
- * redefined so that new keys start below full, the stored bucket is full
- * again at once, the table's key starts anew.  1 a second up to 1; then 50
- * a second up to 3, new keys starting with 1: a take of 2 a second later.
- * Table: 1 (new), denied.  Escrow: {1 at kT0} refilled: 3, granted. */
-TEST(EscrowOverAdmission, DISABLED_ARefundOverATakeThatAbortsStoresNoBucket)
-{
-	const Limit one = Policy(1, 1);
-	const Limit later = WithInitial(Policy(50, 3), 1);
-	Slot slot;
-	Transaction t1;
-	EXPECT_TRUE(Call(slot, &t1, Take(1), one, kT0).decision.allowed);
-	EXPECT_TRUE(Call(slot, nullptr, GiveBack(1), one, kT0).recorded);
-	End(slot, t1, false);
-	EXPECT_FALSE(Call(slot, nullptr, Take(2), later, kT0 + kSecond).decision.allowed);
 }
 
 /* ------------------------------------------------------- helpers, invariants */
