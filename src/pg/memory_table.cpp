@@ -27,10 +27,16 @@
  *   whenever its committed state does.
  * - A new key takes a free slot of its set, else evicts a bucket that
  *   forgetting changes no answer (core::Forgettable: nobody holds it, and it
- *   is full under its limit, starts full and is not kept).
+ *   is full under its limit, starts full and is not kept), as long as its
+ *   policy and its database then hold no more of the set than their shares
+ *   (ratelimit.memory_share), or no more than they held before.
+ * - A slot counts with its policy's entry (buckets) while it is used; the
+ *   entries' counters are atomics, changed under the set's spinlock of the
+ *   slot that changes.
  * - A clean shutdown (preloaded only) saves every bucket that is not
  *   forgettable to pg_stat/ratelimit_memory.stat (mode 0600), with the
- *   table's number of sets and seed, ending in a CRC-32C of the rest; the
+ *   table's number of sets and seed and the policies whose keys may be in
+ *   the table, ending in a CRC-32C of the rest; the
  *   next start loads and deletes it, if the control file says that
  *   shutdown was clean and the CRC matches (else it loads nothing), and
  *   takes that seed again if it has as many sets, so that every bucket fits
@@ -61,6 +67,21 @@ constexpr const char *kSaveTempFile = "pg_stat/ratelimit_memory.tmp";
 
 /* Settings. */
 int memory_buckets = 10000;
+int memory_share = 50; /* percent of a set's places one policy may hold */
+
+/* The most places of a set a policy may take, and a database: halfway
+ * between the policy's share and the whole set. */
+int
+PolicyWays()
+{
+	return Max(1, kWays * memory_share / 100);
+}
+
+int
+DatabaseWays()
+{
+	return PolicyWays() + (kWays - PolicyWays()) / 2;
+}
 
 int
 SetsFor(int capacity)
@@ -83,6 +104,18 @@ TableSizeNow()
 	return TableSize(memory_buckets);
 }
 
+/* A policy entry just claimed: nothing held, never overflowed. */
+void
+InitPolicy(PolicyEntry *entry)
+{
+	pg_atomic_init_u64(&entry->buckets, 0);
+	pg_atomic_init_u64(&entry->evictions, 0);
+	pg_atomic_init_u64(&entry->overflows, 0);
+	pg_atomic_init_u64(&entry->table_gen, 0);
+	pg_atomic_init_u64(&entry->cleared_gen, 0);
+	pg_atomic_init_u32(&entry->storing, 0);
+}
+
 void
 InitTable(void *memory)
 {
@@ -99,6 +132,10 @@ InitTable(void *memory)
 	table->overflow = 0;
 	for (Redefinition &entry : table->redefinitions)
 		entry.database = InvalidOid;
+	for (PolicyEntry &entry : table->policies) {
+		pg_atomic_init_u32(&entry.head.state, kEntryEmpty);
+		InitPolicy(&entry);
+	}
 	for (int s = 0; s < table->sets; s++) {
 		SpinLockInit(&table->set[s].mutex);
 		for (int w = 0; w < kWays; w++)
@@ -161,16 +198,31 @@ struct SavedHeader {
 	uint32 magic;
 	uint32 bucket_bytes; /* sizeof(SavedBucket) */
 	int32 count;
-	int32 sets;  /* the table's sets */
-	uint64 seed; /* and its seed: a table of as many sets takes it again */
+	int32 sets;      /* the table's sets */
+	uint64 seed;     /* and its seed: a table of as many sets takes it again */
+	int32 policies;  /* policies whose keys may be in the table, after the buckets */
+	uint32 reserved; /* 0 */
+};
+
+/* What the file holds of each such policy, before its name: name_bytes -1
+ * for the policies beyond the table's entries, which have none. */
+struct SavedPolicy {
+	Oid database;
+	int32 name_bytes;
 };
 
 /* The file's format, numbered by hand: whenever a layout above changes (a
  * static_assert below fails) or a field's meaning does, the magic number
  * changes with it, so that a file of another format loads nothing. */
-constexpr uint32 kSaveMagic = 0x524C4D35; /* "RLM5" */
+constexpr uint32 kSaveMagic = 0x524C4D36; /* "RLM6" */
 static_assert(sizeof(SavedBucket) == 96, "the save file's bucket changed: change kSaveMagic");
-static_assert(sizeof(SavedHeader) == 24, "the save file's header changed: change kSaveMagic");
+static_assert(sizeof(SavedHeader) == 32, "the save file's header changed: change kSaveMagic");
+static_assert(sizeof(SavedPolicy) == 8, "the save file's policy changed: change kSaveMagic");
+/* The format before, whose header ends before `policies` (none follow its
+ * buckets), is loaded too. */
+constexpr uint32 kSave5Magic = 0x524C4D35; /* "RLM5" */
+constexpr size_t kSave5HeaderBytes = offsetof(SavedHeader, policies);
+static_assert(kSave5HeaderBytes == 24, "the header of the format before is 24 bytes");
 
 /* The saved form of `slot`'s bucket. */
 SavedBucket
@@ -235,10 +287,12 @@ SaveBuckets(int code, Datum)
 		return;
 	}
 	const TimestampTz now = GetCurrentTimestamp();
-	SavedHeader header{kSaveMagic, sizeof(SavedBucket), 0, table->sets, table->seed};
+	SavedHeader header{kSaveMagic, sizeof(SavedBucket), 0, table->sets, table->seed, 0, 0};
 	for (int s = 0; s < table->sets; s++)
 		for (int w = 0; w < kWays; w++)
 			header.count += WorthSaving(table->set[s].slots[w], now);
+	for (PolicyEntry &entry : table->policies)
+		header.policies += PolicyInTable(entry);
 	pg_crc32c crc;
 	INIT_CRC32C(crc);
 	COMP_CRC32C(crc, &header, sizeof(header));
@@ -258,6 +312,18 @@ SaveBuckets(int code, Datum)
 			ok = fwrite(&saved, sizeof(saved), 1, file) == 1 &&
 			     fwrite(text, 1, bytes, file) == bytes;
 		}
+	for (int i = 0; ok && i < kPolicyEntries; i++) {
+		PolicyEntry &entry = table->policies[i];
+		if (!PolicyInTable(entry))
+			continue;
+		const SavedPolicy saved{entry.head.database,
+		                        i == kOtherPolicies ? -1 : entry.head.name_bytes};
+		const size_t bytes = Max(saved.name_bytes, 0);
+		COMP_CRC32C(crc, &saved, sizeof(saved));
+		COMP_CRC32C(crc, entry.head.name, bytes);
+		ok = fwrite(&saved, sizeof(saved), 1, file) == 1 &&
+		     fwrite(entry.head.name, 1, bytes, file) == bytes;
+	}
 	FIN_CRC32C(crc);
 	ok = ok && fwrite(&crc, sizeof(crc), 1, file) == 1;
 	if (FreeFile(file) != 0)
@@ -312,10 +378,14 @@ LoadSavedBuckets(MemoryTable *table)
 	/* Saved at the last shutdown only if it was clean: otherwise the file
 	 * is older than what happened since, and the buckets start afresh.
 	 * A file whose CRC does not match loads nothing. */
-	SavedHeader header;
-	bool ok = ShutdownWasClean() && SaveFileIntact(file) &&
-	          fread(&header, sizeof(header), 1, file) == 1 && header.magic == kSaveMagic &&
-	          header.bucket_bytes == sizeof(SavedBucket) && header.count >= 0;
+	SavedHeader header{};
+	bool ok =
+	    ShutdownWasClean() && SaveFileIntact(file) &&
+	    fread(&header, kSave5HeaderBytes, 1, file) == 1 &&
+	    (header.magic == kSave5Magic ||
+	     (header.magic == kSaveMagic && fread(reinterpret_cast<char *>(&header) + kSave5HeaderBytes,
+	                                          sizeof(header) - kSave5HeaderBytes, 1, file) == 1)) &&
+	    header.bucket_bytes == sizeof(SavedBucket) && header.count >= 0 && header.policies >= 0;
 	/* With as many sets as before, the seed of before puts every bucket
 	 * back in the set it fitted in; otherwise they are placed afresh, and
 	 * some may find no room. */
@@ -343,17 +413,33 @@ LoadSavedBuckets(MemoryTable *table)
 		if (way < 0)
 			continue; /* a smaller table than before: no room */
 		Slot &slot = table->set[s].slots[way];
-		slot.used = true;
+		HoldSlot(table, slot, saved.database,
+		         PolicyOf(table, saved.database, text, saved.name_bytes));
 		slot.kept = saved.kept;
 		slot.kept_by = 0;
 		slot.hash = hash.hash;
 		slot.check = hash.check;
-		slot.database = saved.database;
 		slot.name_bytes = saved.name_bytes;
 		slot.key_bytes = saved.key_bytes;
 		slot.escrow = core::SettledEscrow(saved.bucket, LimitOf(saved));
 		memcpy(TextOf(table, s, way), text, saved.name_bytes + saved.key_bytes);
 		loaded++;
+	}
+	/* The policies whose keys may be in the table: looked for there
+	 * again. */
+	for (int32 i = 0; ok && i < header.policies; i++) {
+		SavedPolicy saved;
+		char name[kMaxNameBytes];
+		ok = fread(&saved, sizeof(saved), 1, file) == 1 && saved.name_bytes >= -1 &&
+		     saved.name_bytes <= kMaxNameBytes &&
+		     fread(name, 1, Max(saved.name_bytes, 0), file) ==
+		         static_cast<size_t>(Max(saved.name_bytes, 0));
+		if (ok) {
+			const uint16 policy = saved.name_bytes < 0
+			                          ? kOtherPolicies
+			                          : PolicyOf(table, saved.database, name, saved.name_bytes);
+			pg_atomic_write_u64(&table->policies[policy].table_gen, 1);
+		}
 	}
 	FreeFile(file);
 	if (!ok)
@@ -415,6 +501,18 @@ DefineMemoryTable()
 	RequestSharedSegment(&segment);
 }
 
+void
+DefineMemoryShare()
+{
+	DefineCustomIntVariable(
+	    "ratelimit.memory_share",
+	    "The most of each set of 16 places of the memory engine that one policy may hold, in "
+	    "percent.",
+	    "A database may hold halfway between that and all of them.  Keys that find no place "
+	    "within their shares are kept in the table ratelimit.buckets.  100: no shares.",
+	    &memory_share, 50, 1, 100, PGC_SIGHUP, 0, NULL, NULL, NULL);
+}
+
 char *
 TextOf(MemoryTable *table, int set, int way)
 {
@@ -452,16 +550,99 @@ FindWay(MemoryTable *table, const BucketName &id)
 	return -1;
 }
 
-int
-ClaimWay(Set *set, TimestampTz now)
+/* Entries a policy's lookup visits at most. */
+constexpr int kPolicyProbes = 64;
+
+uint16
+PolicyOf(MemoryTable *table, Oid database, const char *name, int name_bytes)
 {
-	for (int w = 0; w < kWays; w++)
-		if (!set->slots[w].used)
+	PolicyEntry *entry = FindNamedEntry(table->policies, kOtherPolicies, kPolicyProbes, database,
+	                                    name, name_bytes, true, InitPolicy);
+	return entry == NULL ? kOtherPolicies : static_cast<uint16>(entry - table->policies);
+}
+
+bool
+PolicyInTable(const PolicyEntry &policy)
+{
+	return pg_atomic_read_u64(const_cast<pg_atomic_uint64 *>(&policy.table_gen)) !=
+	       pg_atomic_read_u64(const_cast<pg_atomic_uint64 *>(&policy.cleared_gen));
+}
+
+int
+ClaimWay(MemoryTable *table, Set *set, TimestampTz now, uint16 policy)
+{
+	const int policy_ways = PolicyWays();
+	const int database_ways = DatabaseWays();
+	int held_by_policy = 0;
+	int held_by_database = 0;
+	for (const Slot &slot : set->slots)
+		if (slot.used && slot.database == MyDatabaseId) {
+			held_by_database++;
+			held_by_policy += slot.policy == policy;
+		}
+	/* Whether the policy and the database may then hold so many places:
+	 * no more than their shares, or than they hold now. */
+	auto fits = [&](int by_policy, int by_database) {
+		return (by_policy <= policy_ways || by_policy <= held_by_policy) &&
+		       (by_database <= database_ways || by_database <= held_by_database);
+	};
+	if (fits(held_by_policy + 1, held_by_database + 1))
+		for (int w = 0; w < kWays; w++)
+			if (!set->slots[w].used)
+				return w;
+	for (int w = 0; w < kWays; w++) {
+		const Slot &slot = set->slots[w];
+		if (!slot.used || !Evictable(slot, now))
+			continue;
+		const bool same_database = slot.database == MyDatabaseId;
+		const bool same_policy = same_database && slot.policy == policy;
+		if (fits(held_by_policy + 1 - same_policy, held_by_database + 1 - same_database)) {
+			pg_atomic_fetch_add_u64(&table->policies[slot.policy].evictions, 1);
 			return w;
-	for (int w = 0; w < kWays; w++)
-		if (Evictable(set->slots[w], now))
-			return w;
+		}
+	}
 	return -1;
+}
+
+void
+HoldSlot(MemoryTable *table, Slot &slot, Oid database, uint16 policy)
+{
+	FreeSlot(table, slot);
+	slot.used = true;
+	slot.database = database;
+	slot.policy = policy;
+	pg_atomic_fetch_add_u64(&table->policies[policy].buckets, 1);
+}
+
+void
+FreeSlot(MemoryTable *table, Slot &slot)
+{
+	if (slot.used)
+		pg_atomic_fetch_sub_u64(&table->policies[slot.policy].buckets, 1);
+	slot.used = false;
+}
+
+void
+VisitPolicyCounts(PolicyCountsVisitor visit, void *context)
+{
+	MemoryTable *table = RequireTable();
+	for (int i = 0; i < kPolicyEntries; i++) {
+		PolicyEntry &entry = table->policies[i];
+		const bool named = i != kOtherPolicies;
+		if (named && !NamedEntryReady(entry.head))
+			continue;
+		PolicyCounts counts;
+		counts.database = named ? entry.head.database : InvalidOid;
+		counts.name =
+		    named ? cstring_to_text_with_len(entry.head.name, entry.head.name_bytes) : NULL;
+		counts.buckets = static_cast<int64>(pg_atomic_read_u64(&entry.buckets));
+		counts.evictions = static_cast<int64>(pg_atomic_read_u64(&entry.evictions));
+		counts.overflows = static_cast<int64>(pg_atomic_read_u64(&entry.overflows));
+		counts.in_table = PolicyInTable(entry);
+		if (named || counts.buckets != 0 || counts.evictions != 0 || counts.overflows != 0 ||
+		    counts.in_table)
+			visit(counts, context);
+	}
 }
 
 int

@@ -3,9 +3,11 @@
  *
  * The memory engine's table in shared memory, as memory_table.cpp,
  * memory_undo.cpp and memory_engine.cpp share it: sets of kWays slots, each
- * slot a bucket's identity, its kept mark and its escrow (core::EscrowState),
- * and the redefinitions open transactions are writing.  Locking rules are
- * in memory_table.cpp's header.
+ * slot a bucket's identity, its policy, its kept mark and its escrow
+ * (core::EscrowState); the policies whose buckets it holds, with their
+ * counters and whether their keys may be in the table; and the
+ * redefinitions open transactions are writing.  Locking rules are in
+ * memory_table.cpp's header.
  */
 #ifndef RATELIMIT_PG_MEMORY_TABLE_HPP
 #define RATELIMIT_PG_MEMORY_TABLE_HPP
@@ -14,6 +16,7 @@
 
 #include "core/escrow.hpp"
 #include "pg/errors.hpp"
+#include "pg/named_entries.hpp"
 
 namespace ratelimit::pg::memory {
 
@@ -30,8 +33,9 @@ constexpr int kInlineBytes = 48;
 struct Slot {
 	/* What a lookup reads, together. */
 	bool used;
-	bool kept; /* its policy was written since a call last judged it: not evicted
-	              (nor left unsaved) until a call under another limit does */
+	bool kept;     /* its policy was written since a call last judged it: not evicted
+	                  (nor left unsaved) until a call under another limit does */
+	uint16 policy; /* its entry in the table's policies */
 	uint32 generation;
 	uint64 hash;  /* picks the set */
 	uint64 check; /* a second, independent hash: with `hash`, the key's identity */
@@ -62,6 +66,27 @@ struct Redefinition {
 	char name[kMaxNameBytes];
 };
 
+/* The policies (a database and a name) whose buckets the table holds:
+ * claimed once, never moved (named_entries.hpp).  Policies beyond the
+ * table's entries share its last one, kOtherPolicies. */
+constexpr int kPolicyEntries = 1024;
+constexpr uint16 kOtherPolicies = kPolicyEntries - 1;
+
+struct PolicyEntry {
+	NamedEntry head;
+	pg_atomic_uint64 buckets;   /* slots it holds (added to and taken from) */
+	pg_atomic_uint64 evictions; /* its full buckets forgotten to make room for another */
+	pg_atomic_uint64 overflows; /* its keys stored in the table for want of room */
+	/* Whether its keys may be in the table: overflows decided (table_gen)
+	 * since the table was last found to hold none (cleared_gen), and those
+	 * whose row is being stored (storing).  Set under the set's spinlock of
+	 * the key that overflows, so that a call of that key that misses sees it
+	 * under the same spinlock. */
+	pg_atomic_uint64 table_gen;
+	pg_atomic_uint64 cleared_gen;
+	pg_atomic_uint32 storing;
+};
+
 struct MemoryTable {
 	int sets;
 	int capacity;
@@ -74,6 +99,7 @@ struct MemoryTable {
 	int overflow;                /* writes that found no free entry: while any is open, every bucket
 	                                stored new or judged by another limit is kept */
 	Redefinition redefinitions[kRedefinitions];
+	PolicyEntry policies[kPolicyEntries];
 	Size texts; /* offset of the text array */
 	Set set[FLEXIBLE_ARRAY_MEMBER];
 };
@@ -92,6 +118,9 @@ MemoryTable *AttachedTable();
 /* Defines ratelimit.memory_buckets and sets the table aside at server
  * start: from _PG_init while the library is being preloaded. */
 void DefineMemoryTable();
+
+/* Defines ratelimit.memory_share: from _PG_init. */
+void DefineMemoryShare();
 
 /* The 128-bit hash of (database, name, key) under the table's seed: two
  * hashes with independent seeds. */
@@ -116,9 +145,30 @@ BucketName NameOf(MemoryTable *table, text *name, text *key);
 /* The way of bucket `id` in its set, or -1.  Under the set's spinlock. */
 int FindWay(MemoryTable *table, const BucketName &id);
 
-/* The way of `set` for a new bucket: a free one, else one whose bucket can
- * be forgotten at `now`; -1 if none.  Under the set's spinlock. */
-int ClaimWay(Set *set, TimestampTz now);
+/* The entry of policy `name` (`name_bytes` long) of `database`, claimed if
+ * it has none (kOtherPolicies when the entries are all taken). */
+uint16 PolicyOf(MemoryTable *table, Oid database, const char *name, int name_bytes);
+
+/* Whether keys of `policy` may be in the table (ratelimit.buckets of their
+ * database): a call that misses looks there first.  Read under the set's
+ * spinlock of the key looked up. */
+bool PolicyInTable(const PolicyEntry &policy);
+
+/* The way of `set` for a new bucket of `policy` of this database: a free
+ * one, else one whose bucket can be forgotten at `now`, within the shares
+ * of the set that the policy and the database may hold
+ * (ratelimit.memory_share); -1 if none.  A bucket it evicts is counted as
+ * its policy's eviction.  Under the set's spinlock. */
+int ClaimWay(MemoryTable *table, Set *set, TimestampTz now, uint16 policy);
+
+/* `slot` holds a bucket of `policy` of `database` from now on (the bucket
+ * it held, if any, is gone): used, counted with its policy.  Under the
+ * set's spinlock (or before any backend exists). */
+void HoldSlot(MemoryTable *table, Slot &slot, Oid database, uint16 policy);
+
+/* Frees `slot`, no longer counted with its policy.  Under the set's
+ * spinlock. */
+void FreeSlot(MemoryTable *table, Slot &slot);
 
 /* Where the name, then the key, of way `way` of set `set` are kept. */
 char *TextOf(MemoryTable *table, int set, int way);
@@ -141,6 +191,22 @@ ForEachSlotOf(MemoryTable *table, const char *name, int name_bytes, Visit visit)
 		SpinLockRelease(&set->mutex);
 	}
 }
+
+/* A policy's entry as read (rate_limit_memory_stats). */
+struct PolicyCounts {
+	Oid database; /* InvalidOid: the policies beyond the entries, together */
+	text *name;   /* NULL for those */
+	int64 buckets;
+	int64 evictions;
+	int64 overflows;
+	bool in_table;
+};
+
+/* Calls visit(counts, context) for every policy entry in use (or used since
+ * the server started), of every database.  Raises 55000 without shared
+ * memory. */
+using PolicyCountsVisitor = void (*)(const PolicyCounts &counts, void *context);
+void VisitPolicyCounts(PolicyCountsVisitor visit, void *context);
 
 /* A copy of a slot and its text, taken under its set's spinlock. */
 struct SlotCopy {
