@@ -553,12 +553,36 @@ FindWay(MemoryTable *table, const BucketName &id)
 /* Entries a policy's lookup visits at most. */
 constexpr int kPolicyProbes = 64;
 
+/* The policy this backend looked up last: entries never move. */
+struct LastPolicy {
+	MemoryTable *table;
+	Oid database;
+	int name_bytes;
+	uint16 policy;
+	char name[kMaxNameBytes];
+};
+LastPolicy last_policy = {NULL, InvalidOid, 0, 0, {}};
+
 uint16
 PolicyOf(MemoryTable *table, Oid database, const char *name, int name_bytes)
 {
+	LastPolicy &last = last_policy;
+	if (last.table == table && last.database == database && last.name_bytes == name_bytes &&
+	    memcmp(last.name, name, name_bytes) == 0)
+		return last.policy;
 	PolicyEntry *entry = FindNamedEntry(table->policies, kOtherPolicies, kPolicyProbes, database,
 	                                    name, name_bytes, true, InitPolicy);
-	return entry == NULL ? kOtherPolicies : static_cast<uint16>(entry - table->policies);
+	const uint16 policy =
+	    entry == NULL ? kOtherPolicies : static_cast<uint16>(entry - table->policies);
+	/* Policies beyond the entries may find one later. */
+	if (entry != NULL) {
+		last.table = table;
+		last.database = database;
+		last.name_bytes = name_bytes;
+		last.policy = policy;
+		memcpy(last.name, name, name_bytes);
+	}
+	return policy;
 }
 
 bool
