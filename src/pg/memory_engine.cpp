@@ -184,6 +184,10 @@ StepLocked(MemoryCall &call, bool look_in_table, bool overflows, uint32 *generat
 	const core::EscrowRecord &record = escrow.record;
 	if (slot == NULL) {
 		way = ClaimWay(table, set, call.now, static_cast<uint16>(call.policy));
+		/* A long name and key need room in the text pool too. */
+		uint32 text_at = kNoChunk;
+		if (way >= 0 && !ReserveText(table, id.name_bytes + id.key_bytes, &text_at))
+			way = -1;
 		if (way < 0) {
 			step.needs_room = true;
 			step.grants = record.takes || record.refunds;
@@ -200,14 +204,13 @@ StepLocked(MemoryCall &call, bool look_in_table, bool overflows, uint32 *generat
 			return step;
 		}
 		slot = &set->slots[way];
-		HoldSlot(table, *slot, MyDatabaseId, static_cast<uint16>(call.policy));
+		HoldSlot(table, *slot, MyDatabaseId, static_cast<uint16>(call.policy), id.name_bytes,
+		         id.key_bytes, text_at);
 		slot->kept = false;
 		slot->kept_by = 0;
 		slot->generation++;
 		slot->hash = id.hash.hash;
 		slot->check = id.hash.check;
-		slot->name_bytes = id.name_bytes;
-		slot->key_bytes = id.key_bytes;
 		slot->escrow = unseen;
 		char *text = TextOf(table, id.set, way);
 		memcpy(text, id.name, id.name_bytes);

@@ -8,8 +8,10 @@
  * that set's slots.  A lookup recognises a bucket by its database, the
  * lengths of its name and key and a 128-bit hash of them under that seed:
  * it reads only the set's slot headers, which lie together.  Names and keys
- * are kept in a separate array (or in the slot itself, when short), for the
- * listing and the save file.  The table's size is ratelimit.memory_buckets,
+ * are kept in the slot itself when short, else in a pool of text shared by
+ * the whole table (one 64-byte chunk for each place), for the listing and
+ * the save file; a key whose name and key find no room there is kept in
+ * the table instead, as one that finds no slot is.  The table's size is ratelimit.memory_buckets,
  * set when the server starts (the library in shared_preload_libraries);
  * without preloading, from PostgreSQL 17, a named DSM segment of the
  * default size, created on first use (shmem.cpp).
@@ -19,8 +21,11 @@
  *   arithmetic: finding a slot, deciding, writing the slot.  Nothing that
  *   can raise an error or allocate runs under it.  FindWay, ClaimWay and
  *   ForEachSlotOf's visits run under it; CopySlots takes it itself.
- * - The redefinitions have a spinlock of their own (memory_undo.cpp), which
- *   a set's spinlock may be held around, never the other way round.
+ * - The redefinitions have a spinlock of their own (memory_undo.cpp), and so
+ *   does the text pool, which a set's spinlock may be held around, never
+ *   the other way round.  The pool gives out blocks of whole chunks: a
+ *   block given back goes to a free list of blocks of its size, and a
+ *   block is taken from that list, else from the chunks never given out.
  * - A slot some open transaction holds (its escrow's holds > 0) is never
  *   evicted or freed, so every undo record finds its slot.  generation
  *   changes whenever a slot gets another bucket; the escrow's version
@@ -83,6 +88,13 @@ DatabaseWays()
 	return PolicyWays() + (kWays - PolicyWays()) / 2;
 }
 
+/* Chunk `chunk` of the text pool. */
+char *
+ChunkAt(MemoryTable *table, uint32 chunk)
+{
+	return reinterpret_cast<char *>(table) + table->texts + static_cast<Size>(chunk) * kChunkBytes;
+}
+
 int
 SetsFor(int capacity)
 {
@@ -95,7 +107,7 @@ TableSize(int capacity)
 	const Size sets = SetsFor(capacity);
 	const Size headers =
 	    MAXALIGN(add_size(offsetof(MemoryTable, set), mul_size(sets, sizeof(Set))));
-	return add_size(headers, mul_size(mul_size(sets, kWays), kTextBytes));
+	return add_size(headers, mul_size(mul_size(sets, kWays), kChunkBytes));
 }
 
 Size
@@ -124,6 +136,11 @@ InitTable(void *memory)
 	table->capacity = table->sets * kWays;
 	table->texts =
 	    MAXALIGN(add_size(offsetof(MemoryTable, set), mul_size(table->sets, sizeof(Set))));
+	SpinLockInit(&table->text_mutex);
+	table->chunks = static_cast<uint32>(table->capacity);
+	table->next_chunk = 0;
+	for (uint32 &block : table->free_blocks)
+		block = kNoChunk;
 	if (!pg_strong_random(&table->seed, sizeof(table->seed)))
 		table->seed = static_cast<uint64>(GetCurrentTimestamp()) ^ static_cast<uint64>(MyProcPid);
 	pg_atomic_init_u64(&table->marks, 0);
@@ -412,15 +429,17 @@ LoadSavedBuckets(MemoryTable *table)
 				way = w;
 		if (way < 0)
 			continue; /* a smaller table than before: no room */
+		uint32 text_at;
+		if (!ReserveText(table, saved.name_bytes + saved.key_bytes, &text_at))
+			continue; /* no room for its name and key */
 		Slot &slot = table->set[s].slots[way];
 		HoldSlot(table, slot, saved.database,
-		         PolicyOf(table, saved.database, text, saved.name_bytes));
+		         PolicyOf(table, saved.database, text, saved.name_bytes), saved.name_bytes,
+		         saved.key_bytes, text_at);
 		slot.kept = saved.kept;
 		slot.kept_by = 0;
 		slot.hash = hash.hash;
 		slot.check = hash.check;
-		slot.name_bytes = saved.name_bytes;
-		slot.key_bytes = saved.key_bytes;
 		slot.escrow = core::SettledEscrow(saved.bucket, LimitOf(saved));
 		memcpy(TextOf(table, s, way), text, saved.name_bytes + saved.key_bytes);
 		loaded++;
@@ -495,8 +514,8 @@ DefineMemoryTable()
 {
 	DefineCustomIntVariable(
 	    "ratelimit.memory_buckets", "How many buckets the memory engine holds.",
-	    "Each takes about 1.5 kB of shared memory.  A key may use one of 16 places picked by its "
-	    "hash.  Without shared_preload_libraries (PostgreSQL 17 and later), 10000.",
+	    "Each takes about 370 bytes of shared memory.  A key may use one of 16 places picked by "
+	    "its hash.  Without shared_preload_libraries (PostgreSQL 17 and later), 10000.",
 	    &memory_buckets, 10000, kWays, 10000000, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	RequestSharedSegment(&segment);
 }
@@ -519,8 +538,39 @@ TextOf(MemoryTable *table, int set, int way)
 	Slot &slot = table->set[set].slots[way];
 	if (slot.name_bytes + slot.key_bytes <= kInlineBytes)
 		return slot.inline_text;
-	return reinterpret_cast<char *>(table) + table->texts +
-	       (static_cast<Size>(set) * kWays + way) * kTextBytes;
+	return ChunkAt(table, slot.text_at);
+}
+
+bool
+ReserveText(MemoryTable *table, int bytes, uint32 *text_at)
+{
+	*text_at = kNoChunk;
+	if (bytes <= kInlineBytes)
+		return true;
+	const uint32 size = static_cast<uint32>((bytes + kChunkBytes - 1) / kChunkBytes);
+	SpinLockAcquire(&table->text_mutex);
+	uint32 block = table->free_blocks[size];
+	if (block != kNoChunk) {
+		memcpy(&table->free_blocks[size], ChunkAt(table, block), sizeof(uint32));
+	} else if (table->chunks - table->next_chunk >= size) {
+		block = table->next_chunk;
+		table->next_chunk += size;
+	}
+	SpinLockRelease(&table->text_mutex);
+	*text_at = block;
+	return block != kNoChunk;
+}
+
+void
+ReleaseText(MemoryTable *table, int bytes, uint32 text_at)
+{
+	if (bytes <= kInlineBytes)
+		return;
+	const uint32 size = static_cast<uint32>((bytes + kChunkBytes - 1) / kChunkBytes);
+	SpinLockAcquire(&table->text_mutex);
+	memcpy(ChunkAt(table, text_at), &table->free_blocks[size], sizeof(uint32));
+	table->free_blocks[size] = text_at;
+	SpinLockRelease(&table->text_mutex);
 }
 
 BucketName
@@ -620,29 +670,35 @@ ClaimWay(MemoryTable *table, Set *set, TimestampTz now, uint16 policy)
 			continue;
 		const bool same_database = slot.database == MyDatabaseId;
 		const bool same_policy = same_database && slot.policy == policy;
-		if (fits(held_by_policy + 1 - same_policy, held_by_database + 1 - same_database)) {
-			pg_atomic_fetch_add_u64(&table->policies[slot.policy].evictions, 1);
+		if (fits(held_by_policy + 1 - same_policy, held_by_database + 1 - same_database))
 			return w;
-		}
 	}
 	return -1;
 }
 
 void
-HoldSlot(MemoryTable *table, Slot &slot, Oid database, uint16 policy)
+HoldSlot(MemoryTable *table, Slot &slot, Oid database, uint16 policy, int name_bytes, int key_bytes,
+         uint32 text_at)
 {
+	if (slot.used)
+		pg_atomic_fetch_add_u64(&table->policies[slot.policy].evictions, 1);
 	FreeSlot(table, slot);
 	slot.used = true;
 	slot.database = database;
 	slot.policy = policy;
+	slot.name_bytes = name_bytes;
+	slot.key_bytes = key_bytes;
+	slot.text_at = text_at;
 	pg_atomic_fetch_add_u64(&table->policies[policy].buckets, 1);
 }
 
 void
 FreeSlot(MemoryTable *table, Slot &slot)
 {
-	if (slot.used)
-		pg_atomic_fetch_sub_u64(&table->policies[slot.policy].buckets, 1);
+	if (!slot.used)
+		return;
+	pg_atomic_fetch_sub_u64(&table->policies[slot.policy].buckets, 1);
+	ReleaseText(table, slot.name_bytes + slot.key_bytes, slot.text_at);
 	slot.used = false;
 }
 

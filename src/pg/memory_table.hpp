@@ -23,12 +23,18 @@ namespace ratelimit::pg::memory {
 /* Slots of one set: where one key may live. */
 constexpr int kWays = 16;
 
-/* The room a slot's name and key take in the text array. */
+/* The most room a slot's name and key take. */
 constexpr int kTextBytes = kMaxNameBytes + kMaxKeyBytes;
 
 /* A name and key this short are kept in the slot itself, and a new key
- * touches no page of the text array. */
+ * touches no page of the text pool. */
 constexpr int kInlineBytes = 48;
+
+/* Longer ones are kept in the table's text pool, each in a block of whole
+ * chunks; the pool has one chunk for each place. */
+constexpr int kChunkBytes = 64;
+constexpr int kMaxChunks = (kTextBytes + kChunkBytes - 1) / kChunkBytes;
+constexpr uint32 kNoChunk = PG_UINT32_MAX;
 
 struct Slot {
 	/* What a lookup reads, together. */
@@ -42,8 +48,10 @@ struct Slot {
 	Oid database;
 	int name_bytes;
 	int key_bytes;
-	uint64 kept_by;                 /* the mark (KeptMark) that set `kept`, taken back if its writer
-	                                   aborts */
+	uint32 text_at; /* the first chunk of its name and key in the text pool, if they do not
+	                   fit inline */
+	uint64 kept_by; /* the mark (KeptMark) that set `kept`, taken back if its writer
+	                   aborts */
 	core::EscrowState escrow;       /* the bucket, what is pending on it, the limits it is judged
 	                                   by, and the counters of open transactions' records */
 	char inline_text[kInlineBytes]; /* the name, then the key, if they fit */
@@ -100,7 +108,12 @@ struct MemoryTable {
 	                                stored new or judged by another limit is kept */
 	Redefinition redefinitions[kRedefinitions];
 	PolicyEntry policies[kPolicyEntries];
-	Size texts; /* offset of the text array */
+	Size texts;                         /* offset of the text pool */
+	slock_t text_mutex;                 /* over the pool's chunks and what follows */
+	uint32 chunks;                      /* in the pool */
+	uint32 next_chunk;                  /* the chunks from here on were never given out */
+	uint32 free_blocks[kMaxChunks + 1]; /* blocks given back, by their size in chunks, each
+	                                        naming the next (kNoChunk: none) */
 	Set set[FLEXIBLE_ARRAY_MEMBER];
 };
 
@@ -157,21 +170,32 @@ bool PolicyInTable(const PolicyEntry &policy);
 /* The way of `set` for a new bucket of `policy` of this database: a free
  * one, else one whose bucket can be forgotten at `now`, within the shares
  * of the set that the policy and the database may hold
- * (ratelimit.memory_share); -1 if none.  A bucket it evicts is counted as
- * its policy's eviction.  Under the set's spinlock. */
+ * (ratelimit.memory_share); -1 if none.  Under the set's spinlock. */
 int ClaimWay(MemoryTable *table, Set *set, TimestampTz now, uint16 policy);
 
-/* `slot` holds a bucket of `policy` of `database` from now on (the bucket
- * it held, if any, is gone): used, counted with its policy.  Under the
- * set's spinlock (or before any backend exists). */
-void HoldSlot(MemoryTable *table, Slot &slot, Oid database, uint16 policy);
+/* `slot` holds a bucket of `policy` of `database`, whose name and key
+ * (`name_bytes` and `key_bytes` long) are kept at `text_at` (ReserveText
+ * for their sum), from now on (the
+ * bucket it held, if any, is gone, counted as its policy's eviction): used,
+ * counted with its policy.  Under the set's spinlock (or before any
+ * backend exists). */
+void HoldSlot(MemoryTable *table, Slot &slot, Oid database, uint16 policy, int name_bytes,
+              int key_bytes, uint32 text_at);
 
-/* Frees `slot`, no longer counted with its policy.  Under the set's
- * spinlock. */
+/* Frees `slot` and its text, no longer counted with its policy.  Under the
+ * set's spinlock. */
 void FreeSlot(MemoryTable *table, Slot &slot);
 
 /* Where the name, then the key, of way `way` of set `set` are kept. */
 char *TextOf(MemoryTable *table, int set, int way);
+
+/* Room for a name and key of `bytes` in all: none needed (true) when they
+ * fit in a slot, else a block of the text pool, whose first chunk goes to
+ * *text_at; false when the pool has no block free for them.  Under a set's
+ * spinlock (the pool's is taken inside it).  HoldSlot hands it to a slot,
+ * ReleaseText gives it back if it goes to none. */
+bool ReserveText(MemoryTable *table, int bytes, uint32 *text_at);
+void ReleaseText(MemoryTable *table, int bytes, uint32 text_at);
 
 /* Calls visit(slot) for every bucket of limit `name` in this database,
  * under its set's spinlock. */

@@ -342,6 +342,24 @@ rl_expect_value "with no row of theirs left, once VACUUM has removed them, a pur
     "false false" "SELECT string_agg(in_table::text, ' ' ORDER BY name) FROM rate_limit_memory_stats
                    WHERE datname = current_database() AND name IN ('never', 'quick')"
 q -c "CALL rate_limit_reset_limit('quick')" >/dev/null
+# A name and key longer than a slot holds (48 bytes) are kept in a pool of
+# text, one 64-byte chunk for each place (here 32): a name and key of 1,005
+# bytes take 16 chunks, so two fit, and a third such key is kept in the
+# table.  Each is listed whole, across a clean restart too, and a bucket
+# forgotten gives its chunks back.
+rl_expect_value "three keys of 1,000 bytes, each granted" 3 \
+    "SELECT count(*) FILTER (WHERE allowed) FROM generate_series(1, 3) AS i,
+            rate_limit_take('never', repeat(i::text, 1000), 1)"
+long_keys="SELECT ($places 'never') || ' ' || (SELECT count(*) FROM ratelimit.buckets WHERE name = 'never')
+                  || ' ' || (SELECT string_agg(length(key) || ':' || left(key, 1), ',' ORDER BY key)
+                               FROM rate_limit_buckets('never'))"
+rl_expect_value "two in memory, the third in the table, each listed whole" "2 1 1000:1,1000:2,1000:3" "$long_keys"
+restart fast
+rl_expect_value "and so after a clean restart" "2 1 1000:1,1000:2,1000:3" "$long_keys"
+q -c "CALL rate_limit_reset_limit('never')" \
+  -c "SELECT count(*) FROM generate_series(4, 5) AS i, rate_limit_take('never', repeat(i::text, 1000), 1)" >/dev/null
+rl_expect_value "forgotten, they give their chunks back to new ones" "2 0 1000:4,1000:5" "$long_keys"
+q -c "CALL rate_limit_reset_limit('never')" >/dev/null
 # Full buckets give their places up without changing an answer: with the
 # fixed clock, 16 'quick' keys emptied at one instant, then 64 new keys two
 # seconds apart, each finding full buckets to evict; then every key again,
