@@ -308,6 +308,24 @@ rl_expect_value "every bucket is listed" 40 "SELECT count(*) FROM rate_limit_buc
 rl_expect_value "the policy's keys are marked as in the table" "true $((40 - held))" \
     "SELECT in_table || ' ' || overflows FROM rate_limit_memory_stats
       WHERE datname = current_database() AND name = 'never'"
+# In a read-only transaction a key kept in the table is read there but not
+# written: a take that would write its row, or store a new key there, is
+# refused with 25006, while one of a key in memory is granted.
+read_only="-c default_transaction_read_only=on"
+in_memory=$(q -c "SELECT min(k) FROM generate_series(1, 40) AS i, LATERAL (SELECT 'n' || i AS k) AS n
+                  WHERE k NOT IN (SELECT key FROM ratelimit.buckets WHERE name = 'never')")
+second=$(q -c "SELECT key FROM ratelimit.buckets WHERE name = 'never' ORDER BY key OFFSET 1 LIMIT 1")
+PGOPTIONS=$read_only rl_expect_value "read-only: a check of a key kept in the table" 4 \
+    "SELECT remaining FROM rate_limit_check('never', '$second', 0)"
+PGOPTIONS=$read_only rl_expect_sqlstate "read-only: a take of a key kept in the table" 25006 \
+    "SELECT * FROM rate_limit_take('never', '$second', 1)"
+PGOPTIONS=$read_only rl_expect_sqlstate "read-only: a new key that finds no place" 25006 \
+    "SELECT * FROM rate_limit_take('never', 'n-read-only', 1)"
+PGOPTIONS=$read_only rl_expect_value "read-only: a take of a key in memory" "true 3" \
+    "SELECT allowed || ' ' || remaining FROM rate_limit_take('never', '$in_memory', 1)"
+rl_expect_value "and what the refusals left" "4 0" \
+    "SELECT (SELECT remaining FROM rate_limit_check('never', '$second', 0)) || ' ' ||
+            (SELECT count(*) FROM ratelimit.buckets WHERE key = 'n-read-only')"
 # A key kept in the table stays there while its row does, even once memory
 # has room again (a bucket reset frees one): its balance goes on there.
 kept=$(in_table never)
