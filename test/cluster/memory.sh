@@ -360,6 +360,23 @@ rl_expect_value "with no row of theirs left, once VACUUM has removed them, a pur
     "false false" "SELECT string_agg(in_table::text, ' ' ORDER BY name) FROM rate_limit_memory_stats
                    WHERE datname = current_database() AND name IN ('never', 'quick')"
 q -c "CALL rate_limit_reset_limit('quick')" >/dev/null
+# Under load, new keys race for the places: 8 clients with rollbacks on 64
+# keys of this 32-place engine, at every isolation level, some kept in
+# memory, the others in the table, each within its admission bound and
+# without an error.
+for level in rc rr serializable; do
+    out=$(timeout -k 10 120 "$load" --storage memory --name "race-$level" --clients 8 --seconds 3 \
+          --keys 64 --isolation "$level" --rollback 0.10 --rate 20 --burst 10 2>&1 || true)
+    printf '%s\n' "$out" | sed 's/^/  /'
+    kept=$(q -c "SELECT count(DISTINCT key) FROM ratelimit.buckets WHERE name = 'race-$level'")
+    if grep -Eq '^load:.*PASS[[:space:]]*$' <<<"$out" && [ "$kept" -gt 0 ] && [ "$kept" -lt 64 ]; then
+        printf 'ok: 8 clients on 64 keys racing for 32 places, %s (%s kept in the table)\n' "$level" "$kept"
+    else
+        printf 'FAILED: 8 clients on 64 keys racing for 32 places, %s (%s kept in the table)\n' "$level" "$kept"
+        RL_FAILURES=$((RL_FAILURES + 1))
+    fi
+    q -c "CALL rate_limit_reset_limit('race-$level')" >/dev/null
+done
 # A name and key longer than a slot holds (48 bytes) are kept in a pool of
 # text, one 64-byte chunk for each place (here 32): a name and key of 1,005
 # bytes take 16 chunks, so two fit, and a third such key is kept in the
