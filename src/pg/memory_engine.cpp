@@ -141,10 +141,10 @@ struct SlotStep {
 int storing_policy = -1;
 
 void
-EndStoring(MemoryTable *table)
+EndCallStoring(MemoryTable *table)
 {
 	if (storing_policy >= 0)
-		pg_atomic_fetch_sub_u32(&table->policies[storing_policy].storing, 1);
+		EndStoring(table, static_cast<uint16>(storing_policy));
 	storing_policy = -1;
 }
 
@@ -168,8 +168,8 @@ StepLocked(MemoryCall &call, bool look_in_table, bool overflows, uint32 *generat
 	Slot *slot = way >= 0 ? &set->slots[way] : NULL;
 	if (slot == NULL) {
 		step.unknown = call.policy < 0;
-		step.in_table =
-		    !step.unknown && look_in_table && PolicyInTable(table->policies[call.policy]);
+		step.in_table = !step.unknown && look_in_table &&
+		                SetKeysInTable(table, set, static_cast<uint16>(call.policy));
 		if (step.unknown || step.in_table)
 			return step;
 	}
@@ -192,14 +192,8 @@ StepLocked(MemoryCall &call, bool look_in_table, bool overflows, uint32 *generat
 			step.needs_room = true;
 			step.grants = record.takes || record.refunds;
 			if (overflows) {
-				PolicyEntry &policy = table->policies[call.policy];
-				/* Counted as storing before its keys are marked as in the
-				 * table: a purge that finds none there does not unmark
-				 * them while this row is on its way. */
-				pg_atomic_fetch_add_u32(&policy.storing, 1);
+				MarkOverflow(table, set, static_cast<uint16>(call.policy));
 				storing_policy = call.policy;
-				pg_atomic_fetch_add_u64(&policy.table_gen, 1);
-				pg_atomic_fetch_add_u64(&policy.overflows, 1);
 			}
 			return step;
 		}
@@ -313,7 +307,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 	}
 	PG_FINALLY();
 	{
-		EndStoring(table);
+		EndCallStoring(table);
 	}
 	PG_END_TRY();
 	return decision;
@@ -597,7 +591,7 @@ ForgetKeysInTable(MemoryTable *table, text *name)
 		if (pg_atomic_read_u32(&entry.storing) > 0)
 			continue;
 		if (!TableHoldsLimit(cstring_to_text_with_len(entry.head.name, entry.head.name_bytes)))
-			pg_atomic_write_u64(&entry.cleared_gen, seen);
+			ForgetOverflows(table, static_cast<uint16>(i), seen);
 	}
 }
 

@@ -88,6 +88,13 @@ DatabaseWays()
 	return PolicyWays() + (kWays - PolicyWays()) / 2;
 }
 
+/* The bit of `policy` in a set's `overflowed`. */
+uint64
+OverflowBit(uint16 policy)
+{
+	return uint64{1} << (policy % 64);
+}
+
 /* Chunk `chunk` of the text pool. */
 char *
 ChunkAt(MemoryTable *table, uint32 chunk)
@@ -155,6 +162,7 @@ InitTable(void *memory)
 	}
 	for (int s = 0; s < table->sets; s++) {
 		SpinLockInit(&table->set[s].mutex);
+		table->set[s].overflowed = 0;
 		for (int w = 0; w < kWays; w++)
 			table->set[s].slots[w] = Slot{};
 	}
@@ -457,7 +465,10 @@ LoadSavedBuckets(MemoryTable *table)
 			const uint16 policy = saved.name_bytes < 0
 			                          ? kOtherPolicies
 			                          : PolicyOf(table, saved.database, name, saved.name_bytes);
+			/* In which sets, the file does not say. */
 			pg_atomic_write_u64(&table->policies[policy].table_gen, 1);
+			for (int s = 0; s < table->sets; s++)
+				table->set[s].overflowed |= OverflowBit(policy);
 		}
 	}
 	FreeFile(file);
@@ -640,6 +651,53 @@ PolicyInTable(const PolicyEntry &policy)
 {
 	return pg_atomic_read_u64(const_cast<pg_atomic_uint64 *>(&policy.table_gen)) !=
 	       pg_atomic_read_u64(const_cast<pg_atomic_uint64 *>(&policy.cleared_gen));
+}
+
+bool
+SetKeysInTable(MemoryTable *table, const Set *set, uint16 policy)
+{
+	return (set->overflowed & OverflowBit(policy)) != 0 && PolicyInTable(table->policies[policy]);
+}
+
+void
+MarkOverflow(MemoryTable *table, Set *set, uint16 policy)
+{
+	PolicyEntry &entry = table->policies[policy];
+	/* Counted as storing before its keys are marked as in the table: a
+	 * purge that finds none there does not unmark them while this row is
+	 * on its way. */
+	pg_atomic_fetch_add_u32(&entry.storing, 1);
+	pg_atomic_fetch_add_u64(&entry.table_gen, 1);
+	pg_atomic_fetch_add_u64(&entry.overflows, 1);
+	set->overflowed |= OverflowBit(policy);
+}
+
+void
+EndStoring(MemoryTable *table, uint16 policy)
+{
+	pg_atomic_fetch_sub_u32(&table->policies[policy].storing, 1);
+}
+
+void
+ForgetOverflows(MemoryTable *table, uint16 policy, uint64 seen)
+{
+	/* An overflow that moves table_gen on after `seen` keeps it in. */
+	pg_atomic_write_u64(&table->policies[policy].cleared_gen, seen);
+	const uint64 bit = OverflowBit(policy);
+	for (int s = 0; s < table->sets; s++) {
+		Set *set = &table->set[s];
+		SpinLockAcquire(&set->mutex);
+		/* Under the spinlock an overflow of this set marks its policy and
+		 * its bit: one of a policy sharing the bit keeps it. */
+		bool shared = false;
+		for (int i = policy % 64; i < kPolicyEntries && !shared; i += 64)
+			shared = PolicyInTable(table->policies[i]);
+		if (!shared)
+			set->overflowed &= ~bit;
+		SpinLockRelease(&set->mutex);
+		if (shared)
+			return;
+	}
 }
 
 int

@@ -59,6 +59,10 @@ struct Slot {
 
 struct Set {
 	slock_t mutex;
+	/* The policies whose keys of this set overflowed into the table since
+	 * the table was last found to hold none of theirs: bit `policy` % 64
+	 * (OverflowBit), set with the policy's table_gen. */
+	uint64 overflowed;
 	Slot slots[kWays];
 };
 
@@ -163,9 +167,26 @@ int FindWay(MemoryTable *table, const BucketName &id);
 uint16 PolicyOf(MemoryTable *table, Oid database, const char *name, int name_bytes);
 
 /* Whether keys of `policy` may be in the table (ratelimit.buckets of their
- * database): a call that misses looks there first.  Read under the set's
- * spinlock of the key looked up. */
+ * database). */
 bool PolicyInTable(const PolicyEntry &policy);
+
+/* Whether keys of `policy` in `set` may be in the table: a call that misses
+ * there looks in the table first.  Under the set's spinlock. */
+bool SetKeysInTable(MemoryTable *table, const Set *set, uint16 policy);
+
+/* A key of `policy` in `set` found no room and is on its way into the
+ * table: from now on calls of its policy that miss in this set look there
+ * (marked under the set's spinlock, so that a call of the same key that
+ * misses after this sees it), and the policy counts as storing a row there
+ * until EndStoring. */
+void MarkOverflow(MemoryTable *table, Set *set, uint16 policy);
+void EndStoring(MemoryTable *table, uint16 policy);
+
+/* The table was found to hold no row of `policy`, none being stored, when
+ * its table_gen was `seen`: its calls no longer look there (unless it has
+ * overflowed again since), nor, in every set, those of the policies that
+ * share its bit and have no keys there either. */
+void ForgetOverflows(MemoryTable *table, uint16 policy, uint64 seen);
 
 /* The way of `set` for a new bucket of `policy` of this database: a free
  * one, else one whose bucket can be forgotten at `now`, within the shares
