@@ -19,13 +19,28 @@
  * are stored at once and undone by an abort.  Nobody ever waits, and no
  * transaction id is taken.
  *
+ * A key the engine has no room for (no slot free or forgettable within its
+ * policy's and database's shares, or no room for a long name and key) is
+ * kept in ratelimit.buckets by the table engine instead (on a primary: a
+ * standby refuses a grant to it with 53400), and decided there, with the
+ * table's locking, while its row is there: it is never in both places.
+ * A call that finds its key in memory never looks at the table.  One that
+ * misses looks there first (DecideInTableOr) when its key's set has noted
+ * an overflow of its policy and the policy may have keys there; and one
+ * that must store a new key does so only under the key's new-key lock,
+ * with the table found to hold no version of it: in memory if there is
+ * room (PlaceInMemory), else in the table, the overflow noted first.
+ *
  * Locking rules
  * - A call reads the clock and makes room for its undo record before it
  *   takes its set's spinlock, and under it only finds the slot, decides
  *   (core::Decide), claims a slot for a new key and keeps the record;
- *   nothing under it can raise an error or allocate.  A new key that finds
- *   no slot free or forgettable is refused with 53400 if the call grants
- *   (a denial is returned without storing what it would have stored).
+ *   nothing under it can raise an error or allocate.  A call that misses
+ *   looks its policy up outside the spinlock, then takes it again.
+ * - An overflow is noted (its policy's table_gen and storing, the set's
+ *   bit) under the set's spinlock at which the call found no room, and
+ *   read under it by every call that misses in that set, so that two calls
+ *   of one key agree on where it is.
  * - A slot is judged by the limit of its last recorded call; a call under
  *   another limit unmarks it kept.  A call that stores a bucket new, or
  *   judges it by another limit, while a write of its policy is open marks

@@ -52,6 +52,12 @@
  *   it holds every lock: two overlapping calls wait for each other instead
  *   of deadlocking, and a denial rolls the subtransaction (and so the
  *   locks) back, leaving only the transaction id it took.
+ * - The memory engine keeps here the keys it has no room for
+ *   (DecideInTableOr): a key the table holds is decided as above; one it
+ *   does not hold is offered to the memory engine (Placement), by a call
+ *   that writes only once it holds the key's new-key lock and has looked
+ *   again, so that no row of the key is inserted while the memory engine
+ *   places it; only a key it has no room for is inserted here.
  * - After any write, CommandCounterIncrement() so that the next call in the
  *   same statement sees, and can lock, the new version.
  * - Every index that is ready for inserts receives the new entries, as the
