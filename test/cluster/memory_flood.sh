@@ -18,7 +18,8 @@
 #   a policy of 1000 a second: all granted, none fails, within its share
 #   of the engine, and while it is open 200 new keys of that policy and of
 #   another, in both databases, are served exactly with no error, those of
-#   the other policy nearly all in memory.
+#   the other policy nearly all in memory;
+# - rate_limit_memory_stats is readable by pg_read_all_stats, not by app.
 # Starts and stops a cluster of its own.
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/lib.sh"
@@ -155,5 +156,15 @@ serve while-held fast:1000 other:10
 shares fast 12000
 touch "$RL_CLUSTER_DIR/release"
 wait
+
+# The engine's counters name every database's policies: readable by
+# pg_read_all_stats, not by app.
+rl_expect_sqlstate "app may not read rate_limit_memory_stats" 42501 \
+    "SELECT count(*) FROM rate_limit_memory_stats" -U app -d flood_a
+q -c "CREATE ROLE watcher LOGIN IN ROLE pg_read_all_stats"
+rl_expect_value "a member of pg_read_all_stats sees both databases' policies" \
+    "flood_a fast,flood_a flood,flood_a other,flood_b fast,flood_b flood,flood_b other" \
+    "SELECT string_agg(datname || ' ' || name, ',' ORDER BY datname, name) FROM rate_limit_memory_stats
+      WHERE datname LIKE 'flood_%'" -U watcher -d flood_b
 
 rl_verdict memory_flood
