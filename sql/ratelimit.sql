@@ -418,3 +418,5 @@ GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_stats() TO pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_stats_info() TO pg_read_all_stats;
 GRANT SELECT ON @extschema@.rate_limit_stats TO pg_read_all_stats;
 GRANT SELECT ON @extschema@.rate_limit_stats_info TO pg_read_all_stats;
+
+\ir memory_stats.sql

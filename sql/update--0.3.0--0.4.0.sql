@@ -12,5 +12,11 @@
 -- 0.4.0 makes its install script from one source per object (src/, shared
 -- with the portable limiter and the router).  Its objects are those of
 -- 0.3.0 but for the comment of rate_limit_headers(decision, policy, rate),
--- which named the native table.
+-- which named the native table, and the memory engine's counters of places
+-- (rate_limit_memory_stats), new.
 \ir src/headers_policy.sql
+\ir memory_stats.sql
+--extension: REVOKE ALL ON FUNCTION @extschema@.rate_limit_memory_stats() FROM PUBLIC;
+--extension: REVOKE ALL ON @extschema@.rate_limit_memory_stats FROM PUBLIC;
+--extension: GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_memory_stats() TO pg_read_all_stats;
+--extension: GRANT SELECT ON @extschema@.rate_limit_memory_stats TO pg_read_all_stats;

@@ -112,6 +112,13 @@ inline const BucketEngine *const kEngines[] = {&kTableEngine, &kMemoryEngine};
 /* The engine storage value `storage` (`bytes` long) chooses, or NULL. */
 const BucketEngine *EngineNamed(const char *storage, int bytes);
 
+/* Runs body(context) in a subtransaction of the caller's: kept when it
+ * returns true; rolled back when it returns false or raises an error, which
+ * undoes whatever it wrote and took (a memory take too), gives back the row
+ * locks it took, and leaves only the transaction id it may have taken.
+ * Returns what body returned. */
+bool InSubtransaction(bool (*body)(void *context), void *context);
+
 } /* namespace ratelimit::pg */
 
 #endif

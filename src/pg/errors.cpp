@@ -297,12 +297,28 @@ ReportMemoryFull(int capacity)
 {
 	ereport(ERROR,
 	        (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-	         errmsg("no room for another memory bucket"),
-	         errdetail("The memory engine holds %d buckets; the 16 places this key may use all "
-	                   "hold buckets that are not full or that open transactions took from.",
+	         errmsg("no room for another memory bucket on a standby"),
+	         errdetail("The memory engine holds %d buckets; the places this key may use all "
+	                   "hold buckets that are not full or that open transactions took from, and "
+	                   "a standby cannot keep the key in the table instead.",
 	                   capacity),
-	         errhint("Raise ratelimit.memory_buckets and restart the server, or define the "
-	                 "policy with storage => 'table'.")));
+	         errhint("Raise ratelimit.memory_buckets and restart the standby.")));
+	pg_unreachable();
+}
+
+void
+ReportMemoryTableReadOnly(bool new_key)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+	         errmsg("cannot store a memory bucket in the table in a read-only transaction"),
+	         new_key ? errdetail("The memory engine has no room for this key, so it would be kept "
+	                             "in the table ratelimit.buckets, which a read-only transaction "
+	                             "cannot write.")
+	                 : errdetail("The memory engine had no room for this key, so it is kept in "
+	                             "the table ratelimit.buckets, which a read-only transaction "
+	                             "cannot write."),
+	         errhint("Take in a read-write transaction.")));
 	pg_unreachable();
 }
 

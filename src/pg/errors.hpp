@@ -66,10 +66,14 @@ enum class CallForm {
 
 /* The memory engine: 55000 without shared memory (before PostgreSQL 17,
  * without shared_preload_libraries); 53400 when a new key's set has no
- * room; 0A000 for PREPARE TRANSACTION after a memory take or after writing
- * a memory policy with another limit. */
+ * room on a standby, where the table cannot take the key instead; 25006
+ * when a key it has no room for (`new_key`), or keeps in the table, would
+ * be written there in a read-only transaction; 0A000 for PREPARE
+ * TRANSACTION after a memory take or after writing a memory policy with
+ * another limit. */
 [[noreturn]] void ReportMemoryUnavailable();
 [[noreturn]] void ReportMemoryFull(int capacity);
+[[noreturn]] void ReportMemoryTableReadOnly(bool new_key);
 [[noreturn]] void ReportMemoryPrepare();
 [[noreturn]] void ReportMemoryPolicyPrepare();
 /* rate_limit_take_all over policies of two engines: each name with where

@@ -129,6 +129,7 @@ constexpr ArgSpec kStatsResetArgs[] = {
     {"name", kNullAllowed},
 };
 const Signature kStatsSignature = {"rate_limit_stats", NULL, 0};
+const Signature kMemoryStatsSignature = {"rate_limit_memory_stats", NULL, 0};
 const Signature kStatsResetSignature = {"rate_limit_stats_reset", kStatsResetArgs,
                                         lengthof(kStatsResetArgs)};
 const Signature kResetLimitSignature = {"rate_limit_reset_limit", kResetLimitArgs,

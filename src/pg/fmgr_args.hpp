@@ -62,10 +62,12 @@ extern const Signature kResetSignature;
 extern const Signature kPurgeSignature;
 extern const Signature kResetLimitSignature;
 
-/* rate_limit_buckets (name) and rate_limit_stats (), set-returning
- * functions; rate_limit_stats_reset (name). */
+/* rate_limit_buckets (name), rate_limit_stats () and
+ * rate_limit_memory_stats (), set-returning functions; rate_limit_stats_reset
+ * (name). */
 extern const Signature kBucketsSignature;
 extern const Signature kStatsSignature;
+extern const Signature kMemoryStatsSignature;
 extern const Signature kStatsResetSignature;
 
 /* rate_limit_take_all (names, keys, costs), and (names, keys, costs, max_wait). */

@@ -13,7 +13,8 @@
  * - rate_limit_buckets() lists the buckets of a limit as takes see them,
  *   without waiting and without SSI predicate locks (VisitBuckets).
  * - rate_limit_stats() and its companions read and reset the per-limit
- *   counters of takes (src/pg/stats.cpp).
+ *   counters of takes (src/pg/stats.cpp); rate_limit_memory_stats() reads
+ *   the memory engine's counters of places per policy (memory_table.cpp).
  * Purge and reset of a limit go through every engine (engine.hpp), each in
  * the batches the procedure commits; the listing reads the engine of the
  * name's policy.
@@ -28,6 +29,7 @@
 #include "pg/errors.hpp"
 #include "pg/fmgr_args.hpp"
 #include "pg/engine.hpp"
+#include "pg/memory_table.hpp"
 #include "pg/policies.hpp"
 #include "pg/sharding.hpp"
 #include "pg/stats.hpp"
@@ -40,6 +42,7 @@ PG_FUNCTION_INFO_V1(rate_limit_buckets);
 PG_FUNCTION_INFO_V1(rate_limit_stats);
 PG_FUNCTION_INFO_V1(rate_limit_stats_info);
 PG_FUNCTION_INFO_V1(rate_limit_stats_reset);
+PG_FUNCTION_INFO_V1(rate_limit_memory_stats);
 }
 
 namespace ratelimit::pg {
@@ -185,6 +188,27 @@ ListStats(const LimitStats &stats, void *context)
 	                   Int64GetDatum(stats.denials),      Float8GetDatum(stats.tokens_granted),
 	                   Int64GetDatum(stats.reservations), Float8GetDatum(stats.lock_wait_seconds)};
 	bool nulls[6] = {};
+	tuplestore_putvalues(set->store, set->desc, values, nulls);
+}
+
+/* One row of rate_limit_memory_stats: the database's name too, NULL once
+ * it is dropped (and for the policies beyond the engine's entries). */
+void
+ListPolicyCounts(const memory::PolicyCounts &counts, void *context)
+{
+	const ResultSet *set = static_cast<const ResultSet *>(context);
+	const char *database = OidIsValid(counts.database) ? get_database_name(counts.database) : NULL;
+	Datum values[7] = {
+	    ObjectIdGetDatum(counts.database), database != NULL ? CStringGetDatum(database) : (Datum)0,
+	    PointerGetDatum(counts.name),      Int64GetDatum(counts.buckets),
+	    Int64GetDatum(counts.evictions),   Int64GetDatum(counts.overflows),
+	    BoolGetDatum(counts.in_table)};
+	bool nulls[7] = {!OidIsValid(counts.database), database == NULL, counts.name == NULL};
+	NameData name;
+	if (database != NULL) {
+		namestrcpy(&name, database);
+		values[1] = NameGetDatum(&name);
+	}
 	tuplestore_putvalues(set->store, set->desc, values, nulls);
 }
 
@@ -338,6 +362,23 @@ rate_limit_stats(PG_FUNCTION_ARGS)
 	if (set.desc->natts != 6)
 		elog(ERROR, "rate_limit_stats must return 6 columns");
 	pg::VisitStats(pg::ListStats, &set);
+	return (Datum)0;
+}
+
+/*
+ * SELECT * FROM rate_limit_memory_stats(): per database and memory policy,
+ * the places its buckets hold in the memory engine now, its full buckets
+ * evicted to make room for others and its keys stored in the table for
+ * want of room since the server started, and whether its keys may be in
+ * the table.
+ */
+Datum
+rate_limit_memory_stats(PG_FUNCTION_ARGS)
+{
+	pg::ResultSet set = pg::BeginResultSet(fcinfo, pg::kMemoryStatsSignature);
+	if (set.desc->natts != 7)
+		elog(ERROR, "rate_limit_memory_stats must return 7 columns");
+	pg::memory::VisitPolicyCounts(pg::ListPolicyCounts, &set);
 	return (Datum)0;
 }
 

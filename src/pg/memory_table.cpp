@@ -8,8 +8,10 @@
  * that set's slots.  A lookup recognises a bucket by its database, the
  * lengths of its name and key and a 128-bit hash of them under that seed:
  * it reads only the set's slot headers, which lie together.  Names and keys
- * are kept in a separate array (or in the slot itself, when short), for the
- * listing and the save file.  The table's size is ratelimit.memory_buckets,
+ * are kept in the slot itself when short, else in a pool of text shared by
+ * the whole table (one 64-byte chunk for each place), for the listing and
+ * the save file; a key whose name and key find no room there is kept in
+ * the table instead, as one that finds no slot is.  The table's size is ratelimit.memory_buckets,
  * set when the server starts (the library in shared_preload_libraries);
  * without preloading, from PostgreSQL 17, a named DSM segment of the
  * default size, created on first use (shmem.cpp).
@@ -19,18 +21,27 @@
  *   arithmetic: finding a slot, deciding, writing the slot.  Nothing that
  *   can raise an error or allocate runs under it.  FindWay, ClaimWay and
  *   ForEachSlotOf's visits run under it; CopySlots takes it itself.
- * - The redefinitions have a spinlock of their own (memory_undo.cpp), which
- *   a set's spinlock may be held around, never the other way round.
+ * - The redefinitions have a spinlock of their own (memory_undo.cpp), and so
+ *   does the text pool, which a set's spinlock may be held around, never
+ *   the other way round.  The pool gives out blocks of whole chunks: a
+ *   block given back goes to a free list of blocks of its size, and a
+ *   block is taken from that list, else from the chunks never given out.
  * - A slot some open transaction holds (its escrow's holds > 0) is never
  *   evicted or freed, so every undo record finds its slot.  generation
  *   changes whenever a slot gets another bucket; the escrow's version
  *   whenever its committed state does.
  * - A new key takes a free slot of its set, else evicts a bucket that
  *   forgetting changes no answer (core::Forgettable: nobody holds it, and it
- *   is full under its limit, starts full and is not kept).
+ *   is full under its limit, starts full and is not kept), as long as its
+ *   policy and its database then hold no more of the set than their shares
+ *   (ratelimit.memory_share), or no more than they held before.
+ * - A slot counts with its policy's entry (buckets) while it is used; the
+ *   entries' counters are atomics, changed under the set's spinlock of the
+ *   slot that changes.
  * - A clean shutdown (preloaded only) saves every bucket that is not
  *   forgettable to pg_stat/ratelimit_memory.stat (mode 0600), with the
- *   table's number of sets and seed, ending in a CRC-32C of the rest; the
+ *   table's number of sets and seed and the policies whose keys may be in
+ *   the table, ending in a CRC-32C of the rest; the
  *   next start loads and deletes it, if the control file says that
  *   shutdown was clean and the CRC matches (else it loads nothing), and
  *   takes that seed again if it has as many sets, so that every bucket fits
@@ -61,6 +72,35 @@ constexpr const char *kSaveTempFile = "pg_stat/ratelimit_memory.tmp";
 
 /* Settings. */
 int memory_buckets = 10000;
+int memory_share = 50; /* percent of a set's places one policy may hold */
+
+/* The most places of a set a policy may take, and a database: halfway
+ * between the policy's share and the whole set. */
+int
+PolicyWays()
+{
+	return Max(1, kWays * memory_share / 100);
+}
+
+int
+DatabaseWays()
+{
+	return PolicyWays() + (kWays - PolicyWays()) / 2;
+}
+
+/* The bit of `policy` in a set's `overflowed`. */
+uint64
+OverflowBit(uint16 policy)
+{
+	return uint64{1} << (policy % 64);
+}
+
+/* Chunk `chunk` of the text pool. */
+char *
+ChunkAt(MemoryTable *table, uint32 chunk)
+{
+	return reinterpret_cast<char *>(table) + table->texts + static_cast<Size>(chunk) * kChunkBytes;
+}
 
 int
 SetsFor(int capacity)
@@ -74,13 +114,25 @@ TableSize(int capacity)
 	const Size sets = SetsFor(capacity);
 	const Size headers =
 	    MAXALIGN(add_size(offsetof(MemoryTable, set), mul_size(sets, sizeof(Set))));
-	return add_size(headers, mul_size(mul_size(sets, kWays), kTextBytes));
+	return add_size(headers, mul_size(mul_size(sets, kWays), kChunkBytes));
 }
 
 Size
 TableSizeNow()
 {
 	return TableSize(memory_buckets);
+}
+
+/* A policy entry just claimed: nothing held, never overflowed. */
+void
+InitPolicy(PolicyEntry *entry)
+{
+	pg_atomic_init_u64(&entry->buckets, 0);
+	pg_atomic_init_u64(&entry->evictions, 0);
+	pg_atomic_init_u64(&entry->overflows, 0);
+	pg_atomic_init_u64(&entry->table_gen, 0);
+	pg_atomic_init_u64(&entry->cleared_gen, 0);
+	pg_atomic_init_u32(&entry->storing, 0);
 }
 
 void
@@ -91,6 +143,11 @@ InitTable(void *memory)
 	table->capacity = table->sets * kWays;
 	table->texts =
 	    MAXALIGN(add_size(offsetof(MemoryTable, set), mul_size(table->sets, sizeof(Set))));
+	SpinLockInit(&table->text_mutex);
+	table->chunks = static_cast<uint32>(table->capacity);
+	table->next_chunk = 0;
+	for (uint32 &block : table->free_blocks)
+		block = kNoChunk;
 	if (!pg_strong_random(&table->seed, sizeof(table->seed)))
 		table->seed = static_cast<uint64>(GetCurrentTimestamp()) ^ static_cast<uint64>(MyProcPid);
 	pg_atomic_init_u64(&table->marks, 0);
@@ -99,8 +156,13 @@ InitTable(void *memory)
 	table->overflow = 0;
 	for (Redefinition &entry : table->redefinitions)
 		entry.database = InvalidOid;
+	for (PolicyEntry &entry : table->policies) {
+		pg_atomic_init_u32(&entry.head.state, kEntryEmpty);
+		InitPolicy(&entry);
+	}
 	for (int s = 0; s < table->sets; s++) {
 		SpinLockInit(&table->set[s].mutex);
+		table->set[s].overflowed = 0;
 		for (int w = 0; w < kWays; w++)
 			table->set[s].slots[w] = Slot{};
 	}
@@ -161,16 +223,31 @@ struct SavedHeader {
 	uint32 magic;
 	uint32 bucket_bytes; /* sizeof(SavedBucket) */
 	int32 count;
-	int32 sets;  /* the table's sets */
-	uint64 seed; /* and its seed: a table of as many sets takes it again */
+	int32 sets;      /* the table's sets */
+	uint64 seed;     /* and its seed: a table of as many sets takes it again */
+	int32 policies;  /* policies whose keys may be in the table, after the buckets */
+	uint32 reserved; /* 0 */
+};
+
+/* What the file holds of each such policy, before its name: name_bytes -1
+ * for the policies beyond the table's entries, which have none. */
+struct SavedPolicy {
+	Oid database;
+	int32 name_bytes;
 };
 
 /* The file's format, numbered by hand: whenever a layout above changes (a
  * static_assert below fails) or a field's meaning does, the magic number
  * changes with it, so that a file of another format loads nothing. */
-constexpr uint32 kSaveMagic = 0x524C4D35; /* "RLM5" */
+constexpr uint32 kSaveMagic = 0x524C4D36; /* "RLM6" */
 static_assert(sizeof(SavedBucket) == 96, "the save file's bucket changed: change kSaveMagic");
-static_assert(sizeof(SavedHeader) == 24, "the save file's header changed: change kSaveMagic");
+static_assert(sizeof(SavedHeader) == 32, "the save file's header changed: change kSaveMagic");
+static_assert(sizeof(SavedPolicy) == 8, "the save file's policy changed: change kSaveMagic");
+/* The format before, whose header ends before `policies` (none follow its
+ * buckets), is loaded too. */
+constexpr uint32 kSave5Magic = 0x524C4D35; /* "RLM5" */
+constexpr size_t kSave5HeaderBytes = offsetof(SavedHeader, policies);
+static_assert(kSave5HeaderBytes == 24, "the header of the format before is 24 bytes");
 
 /* The saved form of `slot`'s bucket. */
 SavedBucket
@@ -235,10 +312,12 @@ SaveBuckets(int code, Datum)
 		return;
 	}
 	const TimestampTz now = GetCurrentTimestamp();
-	SavedHeader header{kSaveMagic, sizeof(SavedBucket), 0, table->sets, table->seed};
+	SavedHeader header{kSaveMagic, sizeof(SavedBucket), 0, table->sets, table->seed, 0, 0};
 	for (int s = 0; s < table->sets; s++)
 		for (int w = 0; w < kWays; w++)
 			header.count += WorthSaving(table->set[s].slots[w], now);
+	for (PolicyEntry &entry : table->policies)
+		header.policies += PolicyInTable(entry);
 	pg_crc32c crc;
 	INIT_CRC32C(crc);
 	COMP_CRC32C(crc, &header, sizeof(header));
@@ -258,6 +337,18 @@ SaveBuckets(int code, Datum)
 			ok = fwrite(&saved, sizeof(saved), 1, file) == 1 &&
 			     fwrite(text, 1, bytes, file) == bytes;
 		}
+	for (int i = 0; ok && i < kPolicyEntries; i++) {
+		PolicyEntry &entry = table->policies[i];
+		if (!PolicyInTable(entry))
+			continue;
+		const SavedPolicy saved{entry.head.database,
+		                        i == kOtherPolicies ? -1 : entry.head.name_bytes};
+		const size_t bytes = Max(saved.name_bytes, 0);
+		COMP_CRC32C(crc, &saved, sizeof(saved));
+		COMP_CRC32C(crc, entry.head.name, bytes);
+		ok = fwrite(&saved, sizeof(saved), 1, file) == 1 &&
+		     fwrite(entry.head.name, 1, bytes, file) == bytes;
+	}
 	FIN_CRC32C(crc);
 	ok = ok && fwrite(&crc, sizeof(crc), 1, file) == 1;
 	if (FreeFile(file) != 0)
@@ -312,10 +403,14 @@ LoadSavedBuckets(MemoryTable *table)
 	/* Saved at the last shutdown only if it was clean: otherwise the file
 	 * is older than what happened since, and the buckets start afresh.
 	 * A file whose CRC does not match loads nothing. */
-	SavedHeader header;
-	bool ok = ShutdownWasClean() && SaveFileIntact(file) &&
-	          fread(&header, sizeof(header), 1, file) == 1 && header.magic == kSaveMagic &&
-	          header.bucket_bytes == sizeof(SavedBucket) && header.count >= 0;
+	SavedHeader header{};
+	bool ok =
+	    ShutdownWasClean() && SaveFileIntact(file) &&
+	    fread(&header, kSave5HeaderBytes, 1, file) == 1 &&
+	    (header.magic == kSave5Magic ||
+	     (header.magic == kSaveMagic && fread(reinterpret_cast<char *>(&header) + kSave5HeaderBytes,
+	                                          sizeof(header) - kSave5HeaderBytes, 1, file) == 1)) &&
+	    header.bucket_bytes == sizeof(SavedBucket) && header.count >= 0 && header.policies >= 0;
 	/* With as many sets as before, the seed of before puts every bucket
 	 * back in the set it fitted in; otherwise they are placed afresh, and
 	 * some may find no room. */
@@ -342,18 +437,39 @@ LoadSavedBuckets(MemoryTable *table)
 				way = w;
 		if (way < 0)
 			continue; /* a smaller table than before: no room */
+		uint32 text_at;
+		if (!ReserveText(table, saved.name_bytes + saved.key_bytes, &text_at))
+			continue; /* no room for its name and key */
 		Slot &slot = table->set[s].slots[way];
-		slot.used = true;
+		HoldSlot(table, slot, saved.database,
+		         PolicyOf(table, saved.database, text, saved.name_bytes), saved.name_bytes,
+		         saved.key_bytes, text_at);
 		slot.kept = saved.kept;
 		slot.kept_by = 0;
 		slot.hash = hash.hash;
 		slot.check = hash.check;
-		slot.database = saved.database;
-		slot.name_bytes = saved.name_bytes;
-		slot.key_bytes = saved.key_bytes;
 		slot.escrow = core::SettledEscrow(saved.bucket, LimitOf(saved));
 		memcpy(TextOf(table, s, way), text, saved.name_bytes + saved.key_bytes);
 		loaded++;
+	}
+	/* The policies whose keys may be in the table: looked for there
+	 * again. */
+	for (int32 i = 0; ok && i < header.policies; i++) {
+		SavedPolicy saved;
+		char name[kMaxNameBytes];
+		ok = fread(&saved, sizeof(saved), 1, file) == 1 && saved.name_bytes >= -1 &&
+		     saved.name_bytes <= kMaxNameBytes &&
+		     fread(name, 1, Max(saved.name_bytes, 0), file) ==
+		         static_cast<size_t>(Max(saved.name_bytes, 0));
+		if (ok) {
+			const uint16 policy = saved.name_bytes < 0
+			                          ? kOtherPolicies
+			                          : PolicyOf(table, saved.database, name, saved.name_bytes);
+			/* In which sets, the file does not say. */
+			pg_atomic_write_u64(&table->policies[policy].table_gen, 1);
+			for (int s = 0; s < table->sets; s++)
+				table->set[s].overflowed |= OverflowBit(policy);
+		}
 	}
 	FreeFile(file);
 	if (!ok)
@@ -409,10 +525,22 @@ DefineMemoryTable()
 {
 	DefineCustomIntVariable(
 	    "ratelimit.memory_buckets", "How many buckets the memory engine holds.",
-	    "Each takes about 1.5 kB of shared memory.  A key may use one of 16 places picked by its "
-	    "hash.  Without shared_preload_libraries (PostgreSQL 17 and later), 10000.",
+	    "Each takes about 370 bytes of shared memory.  A key may use one of 16 places picked by "
+	    "its hash.  Without shared_preload_libraries (PostgreSQL 17 and later), 10000.",
 	    &memory_buckets, 10000, kWays, 10000000, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	RequestSharedSegment(&segment);
+}
+
+void
+DefineMemoryShare()
+{
+	DefineCustomIntVariable(
+	    "ratelimit.memory_share",
+	    "The most of each set of 16 places of the memory engine that one policy may hold, in "
+	    "percent.",
+	    "A database may hold halfway between that and all of them.  Keys that find no place "
+	    "within their shares are kept in the table ratelimit.buckets.  100: no shares.",
+	    &memory_share, 50, 1, 100, PGC_SIGHUP, 0, NULL, NULL, NULL);
 }
 
 char *
@@ -421,8 +549,39 @@ TextOf(MemoryTable *table, int set, int way)
 	Slot &slot = table->set[set].slots[way];
 	if (slot.name_bytes + slot.key_bytes <= kInlineBytes)
 		return slot.inline_text;
-	return reinterpret_cast<char *>(table) + table->texts +
-	       (static_cast<Size>(set) * kWays + way) * kTextBytes;
+	return ChunkAt(table, slot.text_at);
+}
+
+bool
+ReserveText(MemoryTable *table, int bytes, uint32 *text_at)
+{
+	*text_at = kNoChunk;
+	if (bytes <= kInlineBytes)
+		return true;
+	const uint32 size = static_cast<uint32>((bytes + kChunkBytes - 1) / kChunkBytes);
+	SpinLockAcquire(&table->text_mutex);
+	uint32 block = table->free_blocks[size];
+	if (block != kNoChunk) {
+		memcpy(&table->free_blocks[size], ChunkAt(table, block), sizeof(uint32));
+	} else if (table->chunks - table->next_chunk >= size) {
+		block = table->next_chunk;
+		table->next_chunk += size;
+	}
+	SpinLockRelease(&table->text_mutex);
+	*text_at = block;
+	return block != kNoChunk;
+}
+
+void
+ReleaseText(MemoryTable *table, int bytes, uint32 text_at)
+{
+	if (bytes <= kInlineBytes)
+		return;
+	const uint32 size = static_cast<uint32>((bytes + kChunkBytes - 1) / kChunkBytes);
+	SpinLockAcquire(&table->text_mutex);
+	memcpy(ChunkAt(table, text_at), &table->free_blocks[size], sizeof(uint32));
+	table->free_blocks[size] = text_at;
+	SpinLockRelease(&table->text_mutex);
 }
 
 BucketName
@@ -452,16 +611,176 @@ FindWay(MemoryTable *table, const BucketName &id)
 	return -1;
 }
 
-int
-ClaimWay(Set *set, TimestampTz now)
+/* Entries a policy's lookup visits at most. */
+constexpr int kPolicyProbes = 64;
+
+/* The policy this backend looked up last: entries never move. */
+struct LastPolicy {
+	MemoryTable *table;
+	Oid database;
+	int name_bytes;
+	uint16 policy;
+	char name[kMaxNameBytes];
+};
+LastPolicy last_policy = {NULL, InvalidOid, 0, 0, {}};
+
+uint16
+PolicyOf(MemoryTable *table, Oid database, const char *name, int name_bytes)
 {
-	for (int w = 0; w < kWays; w++)
-		if (!set->slots[w].used)
+	LastPolicy &last = last_policy;
+	if (last.table == table && last.database == database && last.name_bytes == name_bytes &&
+	    memcmp(last.name, name, name_bytes) == 0)
+		return last.policy;
+	PolicyEntry *entry = FindNamedEntry(table->policies, kOtherPolicies, kPolicyProbes, database,
+	                                    name, name_bytes, true, InitPolicy);
+	const uint16 policy =
+	    entry == NULL ? kOtherPolicies : static_cast<uint16>(entry - table->policies);
+	/* Policies beyond the entries may find one later. */
+	if (entry != NULL) {
+		last.table = table;
+		last.database = database;
+		last.name_bytes = name_bytes;
+		last.policy = policy;
+		memcpy(last.name, name, name_bytes);
+	}
+	return policy;
+}
+
+bool
+PolicyInTable(const PolicyEntry &policy)
+{
+	return pg_atomic_read_u64(const_cast<pg_atomic_uint64 *>(&policy.table_gen)) !=
+	       pg_atomic_read_u64(const_cast<pg_atomic_uint64 *>(&policy.cleared_gen));
+}
+
+bool
+SetKeysInTable(MemoryTable *table, const Set *set, uint16 policy)
+{
+	return (set->overflowed & OverflowBit(policy)) != 0 && PolicyInTable(table->policies[policy]);
+}
+
+void
+MarkOverflow(MemoryTable *table, Set *set, uint16 policy)
+{
+	PolicyEntry &entry = table->policies[policy];
+	/* Counted as storing before its keys are marked as in the table: a
+	 * purge that finds none there does not unmark them while this row is
+	 * on its way. */
+	pg_atomic_fetch_add_u32(&entry.storing, 1);
+	pg_atomic_fetch_add_u64(&entry.table_gen, 1);
+	pg_atomic_fetch_add_u64(&entry.overflows, 1);
+	set->overflowed |= OverflowBit(policy);
+}
+
+void
+EndStoring(MemoryTable *table, uint16 policy)
+{
+	pg_atomic_fetch_sub_u32(&table->policies[policy].storing, 1);
+}
+
+void
+ForgetOverflows(MemoryTable *table, uint16 policy, uint64 seen)
+{
+	/* An overflow that moves table_gen on after `seen` keeps it in. */
+	pg_atomic_write_u64(&table->policies[policy].cleared_gen, seen);
+	const uint64 bit = OverflowBit(policy);
+	for (int s = 0; s < table->sets; s++) {
+		Set *set = &table->set[s];
+		SpinLockAcquire(&set->mutex);
+		/* Under the spinlock an overflow of this set marks its policy and
+		 * its bit: one of a policy sharing the bit keeps it. */
+		bool shared = false;
+		for (int i = policy % 64; i < kPolicyEntries && !shared; i += 64)
+			shared = PolicyInTable(table->policies[i]);
+		if (!shared)
+			set->overflowed &= ~bit;
+		SpinLockRelease(&set->mutex);
+		if (shared)
+			return;
+	}
+}
+
+int
+ClaimWay(MemoryTable *table, Set *set, TimestampTz now, uint16 policy)
+{
+	const int policy_ways = PolicyWays();
+	const int database_ways = DatabaseWays();
+	int held_by_policy = 0;
+	int held_by_database = 0;
+	for (const Slot &slot : set->slots)
+		if (slot.used && slot.database == MyDatabaseId) {
+			held_by_database++;
+			held_by_policy += slot.policy == policy;
+		}
+	/* Whether the policy and the database may then hold so many places:
+	 * no more than their shares, or than they hold now. */
+	auto fits = [&](int by_policy, int by_database) {
+		return (by_policy <= policy_ways || by_policy <= held_by_policy) &&
+		       (by_database <= database_ways || by_database <= held_by_database);
+	};
+	if (fits(held_by_policy + 1, held_by_database + 1))
+		for (int w = 0; w < kWays; w++)
+			if (!set->slots[w].used)
+				return w;
+	for (int w = 0; w < kWays; w++) {
+		const Slot &slot = set->slots[w];
+		if (!slot.used || !Evictable(slot, now))
+			continue;
+		const bool same_database = slot.database == MyDatabaseId;
+		const bool same_policy = same_database && slot.policy == policy;
+		if (fits(held_by_policy + 1 - same_policy, held_by_database + 1 - same_database))
 			return w;
-	for (int w = 0; w < kWays; w++)
-		if (Evictable(set->slots[w], now))
-			return w;
+	}
 	return -1;
+}
+
+void
+HoldSlot(MemoryTable *table, Slot &slot, Oid database, uint16 policy, int name_bytes, int key_bytes,
+         uint32 text_at)
+{
+	if (slot.used)
+		pg_atomic_fetch_add_u64(&table->policies[slot.policy].evictions, 1);
+	FreeSlot(table, slot);
+	slot.used = true;
+	slot.database = database;
+	slot.policy = policy;
+	slot.name_bytes = name_bytes;
+	slot.key_bytes = key_bytes;
+	slot.text_at = text_at;
+	pg_atomic_fetch_add_u64(&table->policies[policy].buckets, 1);
+}
+
+void
+FreeSlot(MemoryTable *table, Slot &slot)
+{
+	if (!slot.used)
+		return;
+	pg_atomic_fetch_sub_u64(&table->policies[slot.policy].buckets, 1);
+	ReleaseText(table, slot.name_bytes + slot.key_bytes, slot.text_at);
+	slot.used = false;
+}
+
+void
+VisitPolicyCounts(PolicyCountsVisitor visit, void *context)
+{
+	MemoryTable *table = RequireTable();
+	for (int i = 0; i < kPolicyEntries; i++) {
+		PolicyEntry &entry = table->policies[i];
+		const bool named = i != kOtherPolicies;
+		if (named && !NamedEntryReady(entry.head))
+			continue;
+		PolicyCounts counts;
+		counts.database = named ? entry.head.database : InvalidOid;
+		counts.name =
+		    named ? cstring_to_text_with_len(entry.head.name, entry.head.name_bytes) : NULL;
+		counts.buckets = static_cast<int64>(pg_atomic_read_u64(&entry.buckets));
+		counts.evictions = static_cast<int64>(pg_atomic_read_u64(&entry.evictions));
+		counts.overflows = static_cast<int64>(pg_atomic_read_u64(&entry.overflows));
+		counts.in_table = PolicyInTable(entry);
+		if (named || counts.buckets != 0 || counts.evictions != 0 || counts.overflows != 0 ||
+		    counts.in_table)
+			visit(counts, context);
+	}
 }
 
 int

@@ -163,7 +163,8 @@ FinishRecord(int64 i, bool commit)
 {
 	const UndoRecord &record = LogAt(undo, i);
 	const core::Limit &limit = LogAt(undo_terms, TermsOf(i)).limit;
-	Set *set = &AttachedTable()->set[record.set];
+	MemoryTable *table = AttachedTable();
+	Set *set = &table->set[record.set];
 	SpinLockAcquire(&set->mutex);
 	Slot &slot = set->slots[record.way];
 	if (slot.used && slot.generation == record.generation) {
@@ -175,7 +176,7 @@ FinishRecord(int64 i, bool commit)
 			slot.kept_by = 0;
 		}
 		if (end.forget)
-			slot.used = false;
+			FreeSlot(table, slot);
 		Assert(core::InvariantsHold(slot.escrow));
 	}
 	SpinLockRelease(&set->mutex);
@@ -253,6 +254,16 @@ void
 LeaveRedefinitionsAtExit(int, Datum)
 {
 	LeaveRedefinitions(NULL);
+}
+
+/* Undoes the undo records from number `first` on, newest first, and drops
+ * them. */
+void
+UndoSince(int64 first)
+{
+	for (int64 i = undo.count - 1; i >= first; i--)
+		FinishRecord(i, false);
+	TruncateUndo(first);
 }
 
 /* Ends the undo records of subtransaction `subxact` and of those inside
@@ -387,20 +398,6 @@ PushUndo(MemoryTable *table, int set, int way, const core::Limit &limit,
 	entry.way = static_cast<uint8>(way);
 	entry.generation = table->set[set].slots[way].generation;
 	entry.subxact = GetCurrentSubTransactionId();
-}
-
-int64
-UndoCount()
-{
-	return undo.count;
-}
-
-void
-UndoSince(int64 first)
-{
-	for (int64 i = undo.count - 1; i >= first; i--)
-		FinishRecord(i, false);
-	TruncateUndo(first);
 }
 
 bool

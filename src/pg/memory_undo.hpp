@@ -28,13 +28,6 @@ void ReserveUndo();
 void PushUndo(MemoryTable *table, int set, int way, const core::Limit &limit,
               const core::EscrowRecord &record);
 
-/* How many undo records this backend keeps: a mark for UndoSince. */
-int64 UndoCount();
-
-/* Undoes the undo records from number `first` on, newest first, and drops
- * them. */
-void UndoSince(int64 first);
-
 /* Whether an open transaction is writing policy `name` of this database
  * with another limit: a bucket of it stored new, or judged by another
  * limit, is then kept with *mark, the mark of the oldest such write, which

@@ -2,15 +2,13 @@
  * src/pg/stats.cpp
  *
  * Per-limit counters of takes in shared memory: a fixed table of
- * ratelimit.stats_limits entries, open addressing by a hash of the limit's
- * name and database (a lookup visits at most kMaxProbes slots).  Entries are claimed once and never
- * move or go away (a reset zeroes their counters), so a take finds its entry without any lock.
+ * ratelimit.stats_limits entries named by the limit's name and database
+ * (named_entries.hpp: a lookup visits at most kMaxProbes slots).  Entries
+ * are claimed once and never move or go away (a reset zeroes their
+ * counters), so a take finds its entry without any lock.
  *
  * Locking rules
- * - An entry is claimed by compare-and-swap of its state from empty to
- *   claimed; its claimer writes the name, then (after a write barrier) sets
- *   it ready.  Readers use an entry only once it is ready; one that finds it
- *   claimed waits for that (a few instructions).
+ * - Entries are claimed as named_entries.hpp says.
  * - Counters are atomics, added to without a lock; tokens granted, a double,
  *   by compare-and-swap of its bits.
  * - The reset time is guarded by the table's spinlock.
@@ -21,20 +19,15 @@
 
 #include "pg/bucket_keys.hpp"
 #include "pg/errors.hpp"
+#include "pg/named_entries.hpp"
 #include "pg/shmem.hpp"
 
 namespace ratelimit::pg {
 
 namespace {
 
-enum EntryState : uint32 { kEmpty = 0, kClaimed = 1, kReady = 2 };
-
 struct StatsEntry {
-	pg_atomic_uint32 state;
-	uint32 hash;
-	Oid database; /* a limit is a name in one database */
-	int name_bytes;
-	char name[kMaxNameBytes];
+	NamedEntry head;
 	pg_atomic_uint64 grants;
 	pg_atomic_uint64 denials;
 	pg_atomic_uint64 tokens_bits; /* a double's bits */
@@ -84,7 +77,7 @@ InitTable(void *memory)
 	table->capacity = stats_limits;
 	for (int i = 0; i < table->capacity; i++) {
 		StatsEntry *entry = &table->entries[i];
-		pg_atomic_init_u32(&entry->state, kEmpty);
+		pg_atomic_init_u32(&entry->head.state, kEntryEmpty);
 		pg_atomic_init_u64(&entry->grants, 0);
 		pg_atomic_init_u64(&entry->denials, 0);
 		pg_atomic_init_u64(&entry->tokens_bits, 0);
@@ -110,51 +103,13 @@ Table()
 	return static_cast<StatsTable *>(SharedSegmentMemory(&segment));
 }
 
-uint32
-NameHash(const char *name, int bytes)
-{
-	return static_cast<uint32>(
-	    hash_bytes_extended(reinterpret_cast<const unsigned char *>(name), bytes, MyDatabaseId));
-}
-
 /* The ready entry of `name`, claimed if it has none; NULL when the table
  * is full. */
 StatsEntry *
 FindEntry(StatsTable *table, const char *name, int bytes, bool claim)
 {
-	const uint32 hash = NameHash(name, bytes);
-	const int capacity = table->capacity;
-	const int probes = capacity < kMaxProbes ? capacity : kMaxProbes;
-	for (int probe = 0; probe < probes; probe++) {
-		StatsEntry *entry = &table->entries[(hash + probe) % capacity];
-		uint32 state = pg_atomic_read_u32(&entry->state);
-		if (state == kEmpty) {
-			if (!claim)
-				return NULL;
-			uint32 expected = kEmpty;
-			if (pg_atomic_compare_exchange_u32(&entry->state, &expected, kClaimed)) {
-				entry->hash = hash;
-				entry->database = MyDatabaseId;
-				entry->name_bytes = bytes;
-				memcpy(entry->name, name, bytes);
-				ZeroCounters(entry);
-				pg_write_barrier();
-				pg_atomic_write_u32(&entry->state, kReady);
-				return entry;
-			}
-			state = expected;
-		}
-		/* Claimed by another backend: ready in a moment. */
-		while (state == kClaimed) {
-			pg_spin_delay();
-			state = pg_atomic_read_u32(&entry->state);
-		}
-		pg_read_barrier();
-		if (entry->hash == hash && entry->database == MyDatabaseId && entry->name_bytes == bytes &&
-		    memcmp(entry->name, name, bytes) == 0)
-			return entry;
-	}
-	return NULL;
+	return FindNamedEntry(table->entries, table->capacity, kMaxProbes, MyDatabaseId, name, bytes,
+	                      claim, ZeroCounters);
 }
 
 void
@@ -249,13 +204,10 @@ VisitStats(StatsVisitor visit, void *context)
 	StatsTable *table = RequireTable();
 	for (int i = 0; i < table->capacity; i++) {
 		StatsEntry *entry = &table->entries[i];
-		if (pg_atomic_read_u32(&entry->state) != kReady)
-			continue;
-		pg_read_barrier();
-		if (entry->database != MyDatabaseId)
+		if (!NamedEntryReady(entry->head) || entry->head.database != MyDatabaseId)
 			continue;
 		LimitStats stats;
-		stats.name = cstring_to_text_with_len(entry->name, entry->name_bytes);
+		stats.name = cstring_to_text_with_len(entry->head.name, entry->head.name_bytes);
 		stats.grants = static_cast<int64>(pg_atomic_read_u64(&entry->grants));
 		stats.denials = static_cast<int64>(pg_atomic_read_u64(&entry->denials));
 		stats.tokens_granted = ReadDouble(&entry->tokens_bits);
@@ -294,10 +246,7 @@ ResetStats(text *name)
 	}
 	for (int i = 0; i < table->capacity; i++) {
 		StatsEntry *entry = &table->entries[i];
-		if (pg_atomic_read_u32(&entry->state) != kReady)
-			continue;
-		pg_read_barrier();
-		if (entry->database == MyDatabaseId)
+		if (NamedEntryReady(entry->head) && entry->head.database == MyDatabaseId)
 			ZeroCounters(entry);
 	}
 	pg_atomic_write_u64(&table->dropped, 0);

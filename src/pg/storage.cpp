@@ -52,6 +52,12 @@
  *   it holds every lock: two overlapping calls wait for each other instead
  *   of deadlocking, and a denial rolls the subtransaction (and so the
  *   locks) back, leaving only the transaction id it took.
+ * - The memory engine keeps here the keys it has no room for
+ *   (DecideInTableOr): a key the table holds is decided as above; one it
+ *   does not hold is offered to the memory engine (Placement), by a call
+ *   that writes only once it holds the key's new-key lock and has looked
+ *   again, so that no row of the key is inserted while the memory engine
+ *   places it; only a key it has no room for is inserted here.
  * - After any write, CommandCounterIncrement() so that the next call in the
  *   same statement sees, and can lock, the new version.
  * - Every index that is ready for inserts receives the new entries, as the
@@ -764,13 +770,17 @@ NothingRequired()
 {
 }
 
-/* kTableEngine's decide: applies `operation` to the latest committed
- * state of (name, key); a take or refund stores its result in the caller's
- * transaction.  A denial leaves no lock and writes nothing, except that a
- * take of a key never seen before records it when it starts below a full
- * bucket (StartsBelowFull). */
+/* Applies `operation` to the latest committed state of (name, key); a
+ * take or refund stores its result in the caller's transaction.  A denial
+ * leaves no lock and writes nothing, except that a take of a key never seen
+ * before records it when it starts below a full bucket (StartsBelowFull).
+ * With `placement`, a key the table does not hold is offered to it first,
+ * under the key's new-key lock when the call writes (so that no row of the
+ * key can be inserted meanwhile); only a key it does not take is stored in
+ * the table, and only outside a read-only transaction. */
 core::Decision
-DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &operation)
+DecideRow(text *name, text *key, const core::Limit &limit, const Operation &operation,
+          const Placement *placement)
 {
 	const bool writes = Writes(operation);
 	OpenRelations rels;
@@ -793,22 +803,28 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 	for (;;) {
 		if (!FindLatest(rels, &lookup, &dirty, slot, sure, &new_key)) {
 			/* A new key: stored only if this call consumes or refunds, or
-			 * if its first sighting must be remembered. */
+			 * if its first sighting must be remembered (or, with a
+			 * placement, if it writes: the placement decides). */
 			now = ClockNow();
 			decision = core::Apply(operation, core::NewBucket(limit, now), limit, now);
-			bool store = writes && (decision.write || core::StartsBelowFull(limit));
+			bool store =
+			    writes && (placement != NULL || decision.write || core::StartsBelowFull(limit));
 			if (!sure) {
 				if (store)
 					AcquireNewKeyLock(&new_key, lookup.hash);
 				sure = true;
 				continue; /* inserted meanwhile, or a race? look again */
 			}
-			if (!store)
-				break;
-			if (!new_key.held) { /* the key went away while we looked again */
+			if (store && !new_key.held) { /* the key went away while we looked again */
 				AcquireNewKeyLock(&new_key, lookup.hash);
 				continue;
 			}
+			if (placement != NULL && placement->place(placement->context, &decision))
+				break;
+			if (!store || (!decision.write && !core::StartsBelowFull(limit)))
+				break;
+			if (placement != NULL && XactReadOnly)
+				ReportMemoryTableReadOnly(true);
 			InsertBucket(rels, lookup, decision, now);
 			wrote = true;
 			break;
@@ -835,6 +851,8 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 		}
 		if (!writes || !decision.write)
 			break;
+		if (placement != NULL && XactReadOnly)
+			ReportMemoryTableReadOnly(false);
 		TM_Result result =
 		    UpdateBucket(rels, lookup, &slot->tts_tid, GetCurrentCommandId(true), decision, now);
 		if (result == TM_Ok) {
@@ -851,6 +869,13 @@ DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &o
 	if (wrote)
 		CommandCounterIncrement();
 	return decision;
+}
+
+/* kTableEngine's decide. */
+core::Decision
+DecideBucket(text *name, text *key, const core::Limit &limit, const Operation &operation)
+{
+	return DecideRow(name, key, limit, operation, NULL);
 }
 
 ResetOutcome ResetBucketUnlessBusy(text *name, text *key, bool wait);
@@ -1080,6 +1105,23 @@ LockAndTakeAll(const OpenRelations &rels, BucketTake *takes, TakeRow *rows, int 
 	return all_allowed;
 }
 
+/* What LockAndTakeAll works on. */
+struct AllTakes {
+	const OpenRelations *rels;
+	BucketTake *takes;
+	TakeRow *rows;
+	int count;
+	Snapshot dirty;
+	TupleTableSlot *slot;
+};
+
+bool
+LockAndTakeAllIn(void *context)
+{
+	const AllTakes *all = static_cast<const AllTakes *>(context);
+	return LockAndTakeAll(*all->rels, all->takes, all->rows, all->count, all->dirty, all->slot);
+}
+
 /* kTableEngine's take_all: rows are locked in the order of `takes`
  * (canonical), so overlapping calls cannot deadlock.  A denial leaves no
  * lock and no new version behind. */
@@ -1102,29 +1144,8 @@ TakeAll(BucketTake *takes, int count)
 	if (all_allowed) {
 		/* Lock and write in a subtransaction, so that a denial found only
 		 * once the rows are locked takes its locks back. */
-		MemoryContext context = CurrentMemoryContext;
-		ResourceOwner owner = CurrentResourceOwner;
-		BeginInternalSubTransaction(NULL);
-		MemoryContextSwitchTo(context);
-		PG_TRY();
-		{
-			all_allowed = LockAndTakeAll(rels, takes, rows, count, &dirty, slot);
-		}
-		PG_CATCH();
-		{
-			MemoryContextSwitchTo(context);
-			RollbackAndReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(context);
-			CurrentResourceOwner = owner;
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-		if (all_allowed)
-			ReleaseCurrentSubTransaction();
-		else
-			RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(context);
-		CurrentResourceOwner = owner;
+		AllTakes all{&rels, takes, rows, count, &dirty, slot};
+		all_allowed = InSubtransaction(LockAndTakeAllIn, &all);
 		wrote = all_allowed;
 	}
 
@@ -1301,6 +1322,20 @@ StateRelationOid(const char *relname)
 {
 	Oid schema = get_namespace_oid(kStateSchema, true);
 	return OidIsValid(schema) ? get_relname_relid(relname, schema) : InvalidOid;
+}
+
+bool
+TableHoldsLimit(text *name)
+{
+	text *key;
+	return ListBucketKeys(name, NULL, &key, 1) > 0;
+}
+
+core::Decision
+DecideInTableOr(text *name, text *key, const core::Limit &limit, const Operation &operation,
+                const Placement &placement)
+{
+	return DecideRow(name, key, limit, operation, &placement);
 }
 
 const BucketEngine kTableEngine = {

@@ -29,6 +29,29 @@ int64 BucketWaitMicros();
 /* The OID of relation `relname` in the extension's schema, or InvalidOid. */
 Oid StateRelationOid(const char *relname);
 
+/* Another engine's place for a key the table does not hold: place(context,
+ * decision) decides there and returns true, or returns false, leaving
+ * *decision as it is, when it has no room for what the call stores. */
+struct Placement {
+	bool (*place)(void *context, core::Decision *decision);
+	void *context;
+};
+
+/* kTableEngine's decide for an engine that keeps in the table the keys it
+ * has no room for (the memory engine): `operation` on bucket (name, key) as
+ * the table engine decides it if the table holds the key (any version, one
+ * being written too: the call waits as a take of the table waits);
+ * otherwise `placement` decides, holding the key's new-key lock if the call
+ * writes, so that no row of the key appears meanwhile, and only what it has
+ * no room for is stored in the table.  A write of the table in a read-only
+ * transaction raises 25006. */
+core::Decision DecideInTableOr(text *name, text *key, const core::Limit &limit,
+                               const Operation &operation, const Placement &placement);
+
+/* Whether ratelimit.buckets holds a version of a bucket of limit `name`,
+ * even one that is being written or that VACUUM has yet to remove. */
+bool TableHoldsLimit(text *name);
+
 /* The table engine (kTableEngine, engine.hpp) keeps buckets in
  * ratelimit.buckets; a call applies its operation to the latest committed
  * state of its row, and a take or refund stores its result in the caller's

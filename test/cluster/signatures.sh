@@ -25,9 +25,9 @@ q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 work=$RL_CLUSTER_DIR/signatures
 mkdir -p "$work"
 
-# What only the native extension has: the take counters live in the C
-# module's shared memory (README, "what differs").
-NATIVE_ONLY='rate_limit_stats rate_limit_stats_info rate_limit_stats_reset'
+# What only the native extension has: the take counters, and the memory
+# engine's, live in the C module's shared memory (README, "what differs").
+NATIVE_ONLY='rate_limit_stats rate_limit_stats_info rate_limit_stats_reset rate_limit_memory_stats'
 # What only the router has: the hash that places a bucket.
 ROUTER_ONLY='rate_limit_route_hash'
 

@@ -53,7 +53,9 @@ CREATE VIEW ratelimit.policies AS SELECT * FROM rl_policies;
 -- Policies are configuration: pg_dump keeps them (buckets are state: not).
 SELECT unnest(extconfig)::regclass AS dumped FROM pg_extension WHERE extname = 'ratelimit_portable';
 
--- The take counters live in the C module's shared memory: the portable
--- limiter has none of them (README, "what differs").
+-- The take counters, and the memory engine's, live in the C module's
+-- shared memory: the portable limiter has none of them (README, "what
+-- differs").
 SELECT count(*) AS stats_objects FROM pg_proc
- WHERE proname IN ('rate_limit_stats', 'rate_limit_stats_info', 'rate_limit_stats_reset');
+ WHERE proname IN ('rate_limit_stats', 'rate_limit_stats_info', 'rate_limit_stats_reset',
+                   'rate_limit_memory_stats');
