@@ -219,21 +219,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION rate_limit_take(name text, key text, cost float8 DEFAULT 1)
-RETURNS rate_limit_decision
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF pg_catalog.num_nulls($1, $2, $3) > 0 THEN
-        PERFORM @extschema@.rl_null_argument('rate_limit_take', ARRAY['name', 'key', 'cost'],
-                                 ARRAY[$1, $2, $3::text], 'Every argument of this function needs a value.');
-    END IF;
-    RETURN @extschema@.rl_policy_call('rate_limit_take', $1, $2, $3, 0::float8, 'take');
-END
-$$;
-COMMENT ON FUNCTION rate_limit_take(text, text, float8) IS
-    'takes cost tokens from the bucket (name, key) with the rate and burst of policy name';
+\ir policy_take.sql
 
 CREATE FUNCTION rate_limit_check(name text, key text, cost float8 DEFAULT 1)
 RETURNS rate_limit_decision
@@ -250,22 +236,6 @@ END
 $$;
 COMMENT ON FUNCTION rate_limit_check(text, text, float8) IS
     'answers as rate_limit_take(name, key, cost) would, without consuming or writing anything';
-
-CREATE FUNCTION rate_limit_take(name text, key text, cost float8, max_wait interval)
-RETURNS rate_limit_decision
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF pg_catalog.num_nulls($1, $2, $3) > 0 THEN
-        PERFORM @extschema@.rl_null_argument('rate_limit_take', ARRAY['name', 'key', 'cost'],
-                                 ARRAY[$1, $2, $3::text], 'Only max_wait may be NULL, meaning no reservation.');
-    END IF;
-    RETURN @extschema@.rl_policy_call('rate_limit_take', $1, $2, $3, @extschema@.rl_max_wait($4), 'take');
-END
-$$;
-COMMENT ON FUNCTION rate_limit_take(text, text, float8, interval) IS
-    'takes cost tokens from the bucket (name, key) of policy name; when it holds too few, reserves them if the work may start within max_wait and the policy''s max_reserved allows the debt';
 
 CREATE FUNCTION rate_limit_check(name text, key text, cost float8, max_wait interval)
 RETURNS rate_limit_decision

@@ -20,6 +20,13 @@ DROP FUNCTION rl_policies_change();
 \ir ../sql/src/define.sql
 \ir ../sql/src/headers_policy.sql
 
+-- 0.4.0 takes by a policy's name in one statement in the common case, in
+-- expressions PostgreSQL inlines (quick.sql), and tells YugabyteDB from
+-- PostgreSQL (platform.sql).
+\ir platform.sql
+\ir quick.sql
+\ir policy_take.sql
+
 -- The new routines' privileges, as an install gives them.
 \ir rights.sql
 \ir owner.sql
