@@ -14,7 +14,8 @@
 -- meanwhile is then locked (READ COMMITTED's UPDATE waits for its writer
 -- and locks the new version; the other levels fail with 40001), and the
 -- take is decided once more on the row as that writer left it, at a new
--- clock reading.  A denial writes and locks nothing.  Everything else
+-- clock reading: by one more UPDATE where that leaves the same balance,
+-- else from the start.  A denial writes and locks nothing.  Everything else
 -- (and whatever the expressions cannot tell) is rl_policy_call's.
 CREATE FUNCTION rate_limit_take(name text, key text, cost float8 DEFAULT 1)
 RETURNS rate_limit_decision
@@ -22,7 +23,15 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    q record;
+    limit_rate float8;        -- tokens a second
+    limit_burst float8;
+    limit_quota float8;       -- the policy's rate, per limit_per
+    limit_per interval;
+    limit_jitter float8;
+    stored_tokens float8;
+    stored_stamp_us bigint;
+    stored_blocked_us bigint;
+    now_us bigint;
     balance float8;
     left_over float8;
     whole float8;
@@ -37,87 +46,106 @@ BEGIN
        AND pg_catalog.octet_length($2) <= @rl_max_key_bytes@
        AND pg_catalog.current_setting('transaction_read_only') = 'off' THEN
         FOR attempt IN 1..2 LOOP
-            SELECT p.tokens_per_second AS rate, p.burst, p.rate AS quota, p.per, p.jitter,
-                   b.tokens, b.stamp_us, b.blocked_until_us, @extschema@.rl_now() AS now_us
-              INTO q
+            SELECT p.tokens_per_second, p.burst, p.rate, p.per, p.jitter,
+                   b.tokens, b.stamp_us, b.blocked_until_us, @extschema@.rl_now()
+              INTO limit_rate, limit_burst, limit_quota, limit_per, limit_jitter,
+                   stored_tokens, stored_stamp_us, stored_blocked_us, now_us
               FROM @extschema@.rl_policies AS p, @extschema@.rl_buckets AS b
              WHERE p.name = $1 AND b.name = $1 AND b.key = $2 AND (p.xmax = '0'::xid OR p.xmax = p.xmin)
                AND p.shards = 1 AND NOT p.fixed_window AND p.floor_per_second = '0'::float8
                AND coalesce(p.penalty_us, '0'::bigint) = '0'::bigint;
             EXIT WHEN NOT FOUND
-                      OR NOT (q.stamp_us <= q.now_us AND q.blocked_until_us <= q.now_us
-                              AND q.now_us - q.stamp_us < '4503599627370496'::bigint
-                              AND q.stamp_us > '-4611686018427387904'::bigint
-                              AND q.now_us < '4611686018427387904'::bigint
-                              AND q.rate > '1e-150'::float8 AND q.rate < '1e150'::float8
-                              AND q.burst < '1e150'::float8 AND q.tokens > '-1e150'::float8 AND $3 <= q.burst);
-            left_over := @extschema@.rl_quick_balance(q.tokens, q.stamp_us, q.now_us, q.rate, q.burst) - $3;
+                      OR NOT (stored_stamp_us <= now_us AND stored_blocked_us <= now_us
+                              AND now_us - stored_stamp_us < '4503599627370496'::bigint
+                              AND stored_stamp_us > '-4611686018427387904'::bigint
+                              AND now_us < '4611686018427387904'::bigint
+                              AND limit_rate > '1e-150'::float8 AND limit_rate < '1e150'::float8
+                              AND limit_burst < '1e150'::float8 AND stored_tokens > '-1e150'::float8
+                              AND $3 <= limit_burst);
+            left_over := @extschema@.rl_quick_balance(stored_tokens, stored_stamp_us, now_us, limit_rate, limit_burst)
+                         - $3;
             IF left_over >= '0'::float8 THEN
                 -- Granted: the waits of the bucket left, stamped now.
-                IF left_over >= q.burst THEN
+                IF left_over >= limit_burst THEN
                     reset_us := '0'::float8;
                 ELSE
-                    estimate := @extschema@.rl_quick_estimate(left_over, q.burst, q.rate);
-                    reset_us := @extschema@.rl_quick_wait('0'::float8, left_over, q.burst - left_over, estimate,
-                                                          q.burst, q.rate);
-                    IF reset_us IS NULL THEN
-                        reset_us := @extschema@.rl_quick_wait_after('0'::float8, left_over, q.burst - left_over, estimate,
-                                                                    q.burst, q.rate);
-                        EXIT WHEN reset_us IS NULL;
-                    END IF;
+                    estimate := @extschema@.rl_quick_estimate(left_over, limit_burst, limit_rate);
+                    reset_us := coalesce(@extschema@.rl_quick_wait('0'::float8, left_over, limit_burst - left_over,
+                                                                   estimate, limit_burst, limit_rate),
+                                         @extschema@.rl_quick_wait_after('0'::float8, left_over, limit_burst - left_over,
+                                                                         estimate, limit_burst, limit_rate));
+                    EXIT WHEN reset_us IS NULL;
                 END IF;
-                whole := @extschema@.rl_next_whole_token(left_over, q.burst);
-                IF whole = q.burst THEN
+                whole := @extschema@.rl_next_whole_token(left_over, limit_burst);
+                IF whole = limit_burst THEN
                     refill_us := reset_us;
                 ELSIF left_over >= whole THEN
                     refill_us := '0'::float8;
                 ELSE
-                    estimate := @extschema@.rl_quick_estimate(left_over, whole, q.rate);
-                    refill_us := @extschema@.rl_quick_wait('0'::float8, left_over, q.burst - left_over, estimate,
-                                                           whole, q.rate);
-                    IF refill_us IS NULL THEN
-                        refill_us := @extschema@.rl_quick_wait_after('0'::float8, left_over, q.burst - left_over,
-                                                                     estimate, whole, q.rate);
-                        EXIT WHEN refill_us IS NULL;
-                    END IF;
+                    estimate := @extschema@.rl_quick_estimate(left_over, whole, limit_rate);
+                    refill_us := coalesce(@extschema@.rl_quick_wait('0'::float8, left_over, limit_burst - left_over,
+                                                                    estimate, whole, limit_rate),
+                                          @extschema@.rl_quick_wait_after('0'::float8, left_over, limit_burst - left_over,
+                                                                          estimate, whole, limit_rate));
+                    EXIT WHEN refill_us IS NULL;
                 END IF;
                 IF $3 > '0'::float8 THEN
                     UPDATE @extschema@.rl_buckets AS t
-                       SET tokens = left_over, stamp_us = q.now_us,
-                           full_at_us = greatest(q.now_us + reset_us::bigint, q.blocked_until_us)
-                     WHERE t.name = $1 AND t.key = $2 AND t.tokens = q.tokens AND t.stamp_us = q.stamp_us
-                       AND t.blocked_until_us = q.blocked_until_us;
-                    CONTINUE WHEN NOT FOUND;
+                       SET tokens = left_over, stamp_us = now_us,
+                           full_at_us = greatest(now_us + reset_us::bigint, stored_blocked_us)
+                     WHERE t.name = $1 AND t.key = $2 AND t.tokens = stored_tokens
+                       AND t.stamp_us = stored_stamp_us AND t.blocked_until_us = stored_blocked_us;
+                    IF NOT FOUND THEN
+                        -- Written meanwhile, and now locked: decided again at a
+                        -- clock reading taken now.  Where the row as its
+                        -- writer left it leaves the same balance then, the
+                        -- waits, which depend on nothing else, are the same.
+                        now_us := @extschema@.rl_now();
+                        UPDATE @extschema@.rl_buckets AS t
+                           SET tokens = left_over, stamp_us = now_us,
+                               full_at_us = greatest(now_us + reset_us::bigint, t.blocked_until_us)
+                         WHERE t.name = $1 AND t.key = $2 AND now_us < '4611686018427387904'::bigint
+                           AND t.stamp_us <= now_us AND t.blocked_until_us <= now_us
+                           AND now_us - t.stamp_us < '4503599627370496'::bigint
+                           AND t.stamp_us > '-4611686018427387904'::bigint AND t.tokens > '-1e150'::float8
+                           AND @extschema@.rl_quick_balance(t.tokens, t.stamp_us, now_us, limit_rate, limit_burst)
+                               - $3 = left_over;
+                        CONTINUE WHEN NOT FOUND;
+                    END IF;
                 END IF;
-                RETURN ROW(true, left_over, '0'::float8, reset_us / '1000000'::float8, q.burst, $1, q.quota, q.per,
-                           refill_us / '1000000'::float8)::@extschema@.rate_limit_decision;
+                RETURN ROW(true, left_over, '0'::float8, reset_us / '1000000'::float8, limit_burst, $1, limit_quota,
+                           limit_per, refill_us / '1000000'::float8)::@extschema@.rate_limit_decision;
             END IF;
             -- Denied: the waits of the bucket as stored; nothing written.
-            balance := @extschema@.rl_quick_balance(q.tokens, q.stamp_us, q.now_us, q.rate, q.burst);
-            whole := @extschema@.rl_next_whole_token(balance, q.burst);
-            elapsed := (q.now_us - q.stamp_us)::float8;
-            capped := CASE WHEN q.tokens < q.burst THEN q.tokens ELSE q.burst END;
-            estimate := @extschema@.rl_quick_estimate(balance, $3, q.rate);
-            retry_us := coalesce(@extschema@.rl_quick_wait(elapsed, capped, q.burst - capped, estimate, $3, q.rate),
-                                 @extschema@.rl_quick_wait_after(elapsed, capped, q.burst - capped, estimate, $3, q.rate));
-            estimate := @extschema@.rl_quick_estimate(balance, q.burst, q.rate);
-            reset_us := coalesce(@extschema@.rl_quick_wait(elapsed, capped, q.burst - capped, estimate, q.burst, q.rate),
-                                 @extschema@.rl_quick_wait_after(elapsed, capped, q.burst - capped, estimate, q.burst,
-                                                                 q.rate));
-            IF whole = q.burst THEN
+            balance := @extschema@.rl_quick_balance(stored_tokens, stored_stamp_us, now_us, limit_rate, limit_burst);
+            whole := @extschema@.rl_next_whole_token(balance, limit_burst);
+            elapsed := (now_us - stored_stamp_us)::float8;
+            capped := CASE WHEN stored_tokens < limit_burst THEN stored_tokens ELSE limit_burst END;
+            estimate := @extschema@.rl_quick_estimate(balance, $3, limit_rate);
+            retry_us := coalesce(@extschema@.rl_quick_wait(elapsed, capped, limit_burst - capped, estimate, $3,
+                                                           limit_rate),
+                                 @extschema@.rl_quick_wait_after(elapsed, capped, limit_burst - capped, estimate, $3,
+                                                                 limit_rate));
+            estimate := @extschema@.rl_quick_estimate(balance, limit_burst, limit_rate);
+            reset_us := coalesce(@extschema@.rl_quick_wait(elapsed, capped, limit_burst - capped, estimate,
+                                                           limit_burst, limit_rate),
+                                 @extschema@.rl_quick_wait_after(elapsed, capped, limit_burst - capped, estimate,
+                                                                 limit_burst, limit_rate));
+            IF whole = limit_burst THEN
                 refill_us := reset_us;
             ELSE
-                estimate := @extschema@.rl_quick_estimate(balance, whole, q.rate);
-                refill_us := coalesce(@extschema@.rl_quick_wait(elapsed, capped, q.burst - capped, estimate, whole, q.rate),
-                                      @extschema@.rl_quick_wait_after(elapsed, capped, q.burst - capped, estimate, whole,
-                                                                      q.rate));
+                estimate := @extschema@.rl_quick_estimate(balance, whole, limit_rate);
+                refill_us := coalesce(@extschema@.rl_quick_wait(elapsed, capped, limit_burst - capped, estimate,
+                                                                whole, limit_rate),
+                                      @extschema@.rl_quick_wait_after(elapsed, capped, limit_burst - capped, estimate,
+                                                                      whole, limit_rate));
             END IF;
             EXIT WHEN retry_us IS NULL OR reset_us IS NULL OR refill_us IS NULL;
             RETURN ROW(false, balance,
-                       CASE WHEN q.jitter > '0'::float8
-                            THEN @extschema@.rl_jittered(retry_us / '1000000'::float8, q.jitter, $1, $2)
+                       CASE WHEN limit_jitter > '0'::float8
+                            THEN @extschema@.rl_jittered(retry_us / '1000000'::float8, limit_jitter, $1, $2)
                             ELSE retry_us / '1000000'::float8 END,
-                       reset_us / '1000000'::float8, q.burst, $1, q.quota, q.per,
+                       reset_us / '1000000'::float8, limit_burst, $1, limit_quota, limit_per,
                        refill_us / '1000000'::float8)::@extschema@.rate_limit_decision;
         END LOOP;
     END IF;
