@@ -273,7 +273,7 @@ BEGIN
             END LOOP;
         END LOOP;
     END LOOP;
-    FOR f IN SELECT p.proname, p.prokind, p.proargtypes::regtype[]::text[] AS args,
+    FOR f IN SELECT p.proname, p.prokind, (p.proargtypes::regtype[]::text[])[:] AS args,
                     pg_catalog.pg_get_function_result(p.oid) AS result
                FROM pg_catalog.pg_proc AS p
               WHERE p.pronamespace OPERATOR(pg_catalog.=) 'limits'::regnamespace
@@ -349,7 +349,7 @@ DECLARE
     f record;
     args text[];
 BEGIN
-    FOR f IN SELECT p.proname, p.prokind, p.proargtypes::regtype[]::text[] AS types,
+    FOR f IN SELECT p.proname, p.prokind, (p.proargtypes::regtype[]::text[])[:] AS types,
                     coalesce(p.proargnames, ARRAY[]::text[]) AS names
                FROM pg_catalog.pg_proc AS p
               WHERE p.pronamespace OPERATOR(pg_catalog.=) 'limits'::regnamespace
@@ -394,6 +394,13 @@ BEGIN
     END LOOP;
 END
 $calls$;
+-- The policies as they were: the calls above dropped one.
+SELECT count(*) FROM limits.rate_limit_define('trap', 10::float8, '1 minute'::interval, 20::float8,
+                                              max_reserved => 5::float8) AS a,
+                     limits.rate_limit_define('trap-sharded', 60::float8, '1 minute'::interval, 40::float8,
+                                              shards => 4) AS b,
+                     limits.rate_limit_define('trap-window', 10::float8, '1 minute'::interval, 10::float8,
+                                              fixed_window => true) AS c;
 -- (Arguments of the parameters' own types: a caller's own call with an
 -- integer for a float8 reaches an overload, as test/sql/capture.sql shows.)
 SELECT count(*) FROM limits.rate_limit_take('trap', 'k', 3::float8) AS a,
