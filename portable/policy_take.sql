@@ -70,10 +70,8 @@ BEGIN
                     reset_us := '0'::float8;
                 ELSE
                     estimate := @extschema@.rl_quick_estimate(left_over, limit_burst, limit_rate);
-                    reset_us := coalesce(@extschema@.rl_quick_wait('0'::float8, left_over, limit_burst - left_over,
-                                                                   estimate, limit_burst, limit_rate),
-                                         @extschema@.rl_quick_wait_after('0'::float8, left_over, limit_burst - left_over,
-                                                                         estimate, limit_burst, limit_rate));
+                    reset_us := @extschema@.rl_quick_wait('0'::float8, left_over, limit_burst - left_over,
+                                                          estimate, limit_burst, limit_rate);
                     EXIT WHEN reset_us IS NULL;
                 END IF;
                 whole := @extschema@.rl_next_whole_token(left_over, limit_burst);
@@ -83,10 +81,8 @@ BEGIN
                     refill_us := '0'::float8;
                 ELSE
                     estimate := @extschema@.rl_quick_estimate(left_over, whole, limit_rate);
-                    refill_us := coalesce(@extschema@.rl_quick_wait('0'::float8, left_over, limit_burst - left_over,
-                                                                    estimate, whole, limit_rate),
-                                          @extschema@.rl_quick_wait_after('0'::float8, left_over, limit_burst - left_over,
-                                                                          estimate, whole, limit_rate));
+                    refill_us := @extschema@.rl_quick_wait('0'::float8, left_over, limit_burst - left_over,
+                                                           estimate, whole, limit_rate);
                     EXIT WHEN refill_us IS NULL;
                 END IF;
                 IF $3 > '0'::float8 THEN
@@ -122,23 +118,16 @@ BEGIN
             elapsed := (now_us - stored_stamp_us)::float8;
             capped := CASE WHEN stored_tokens < limit_burst THEN stored_tokens ELSE limit_burst END;
             estimate := @extschema@.rl_quick_estimate(balance, $3, limit_rate);
-            retry_us := coalesce(@extschema@.rl_quick_wait(elapsed, capped, limit_burst - capped, estimate, $3,
-                                                           limit_rate),
-                                 @extschema@.rl_quick_wait_after(elapsed, capped, limit_burst - capped, estimate, $3,
-                                                                 limit_rate));
+            retry_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst - capped, estimate, $3, limit_rate);
             estimate := @extschema@.rl_quick_estimate(balance, limit_burst, limit_rate);
-            reset_us := coalesce(@extschema@.rl_quick_wait(elapsed, capped, limit_burst - capped, estimate,
-                                                           limit_burst, limit_rate),
-                                 @extschema@.rl_quick_wait_after(elapsed, capped, limit_burst - capped, estimate,
-                                                                 limit_burst, limit_rate));
+            reset_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst - capped, estimate, limit_burst,
+                                                  limit_rate);
             IF whole = limit_burst THEN
                 refill_us := reset_us;
             ELSE
                 estimate := @extschema@.rl_quick_estimate(balance, whole, limit_rate);
-                refill_us := coalesce(@extschema@.rl_quick_wait(elapsed, capped, limit_burst - capped, estimate,
-                                                                whole, limit_rate),
-                                      @extschema@.rl_quick_wait_after(elapsed, capped, limit_burst - capped, estimate,
-                                                                      whole, limit_rate));
+                refill_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst - capped, estimate, whole,
+                                                       limit_rate);
             END IF;
             EXIT WHEN retry_us IS NULL OR reset_us IS NULL OR refill_us IS NULL;
             RETURN ROW(false, balance,

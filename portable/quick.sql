@@ -92,10 +92,9 @@ COMMENT ON FUNCTION rl_quick_holds(float8, float8, float8, float8, float8) IS
 -- given estimate (rl_quick_estimate of its balance at the clock reading):
 -- what rl_wait_micros finds from rl_micros_until's estimate where this can
 -- tell, else NULL.  Both loops end at the least wait that holds (the
--- balance only grows with time): here the estimate or the one before it,
--- found as the one that holds while the one before does not; when the
--- estimate does not hold, rl_quick_wait_after may tell.  elapsed_us + a
--- wait counts whole microseconds below 2^53: exactly.
+-- balance only grows with time): here the estimate, the one before it or
+-- the one after, found as the one that holds while the one before does
+-- not.  elapsed_us + a wait counts whole microseconds below 2^53: exactly.
 CREATE FUNCTION rl_quick_wait(elapsed_us float8, tokens float8, gap float8, estimate float8, level float8,
                               rate float8) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -113,21 +112,10 @@ AS $$ SELECT CASE WHEN NOT (estimate OPERATOR(pg_catalog.>=) '1'::pg_catalog.flo
                             THEN NULL
                             ELSE estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8 END
                   WHEN @extschema@.rl_quick_holds(elapsed_us OPERATOR(pg_catalog.+) estimate, tokens, gap, level, rate)
-                  THEN estimate END $$;
-COMMENT ON FUNCTION rl_quick_wait(float8, float8, float8, float8, float8, float8) IS
-    'the wait of rl_wait_micros under a plain limit, inlined where it is its estimate or the microsecond before';
-
--- rl_quick_wait's answer when the estimate does not hold: the one after it,
--- if that holds; else NULL.
-CREATE FUNCTION rl_quick_wait_after(elapsed_us float8, tokens float8, gap float8, estimate float8, level float8,
-                                    rate float8) RETURNS float8
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT CASE WHEN estimate OPERATOR(pg_catalog.>=) '1'::pg_catalog.float8
-                       AND estimate OPERATOR(pg_catalog.<) '1125899906842624'::pg_catalog.float8
-                       AND NOT @extschema@.rl_quick_holds(elapsed_us OPERATOR(pg_catalog.+) estimate, tokens, gap, level, rate)
-                       AND @extschema@.rl_quick_holds(elapsed_us OPERATOR(pg_catalog.+)
-                                                      (estimate OPERATOR(pg_catalog.+) '1'::pg_catalog.float8),
-                                                      tokens, gap, level, rate)
+                  THEN estimate
+                  WHEN @extschema@.rl_quick_holds(elapsed_us OPERATOR(pg_catalog.+)
+                                                  (estimate OPERATOR(pg_catalog.+) '1'::pg_catalog.float8),
+                                                  tokens, gap, level, rate)
                   THEN estimate OPERATOR(pg_catalog.+) '1'::pg_catalog.float8 END $$;
-COMMENT ON FUNCTION rl_quick_wait_after(float8, float8, float8, float8, float8, float8) IS
-    'the wait of rl_wait_micros under a plain limit, inlined where it is the microsecond after its estimate';
+COMMENT ON FUNCTION rl_quick_wait(float8, float8, float8, float8, float8, float8) IS
+    'the wait of rl_wait_micros under a plain limit, inlined where it is within a microsecond of its estimate';

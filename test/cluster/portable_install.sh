@@ -338,12 +338,15 @@ SQL
 # they use); then the API as an application calls it.
 call_every_routine() {  # DATABASE (what it prints goes to calls_DATABASE.out)
     q -d "$1" >"$RL_CLUSTER_DIR/calls_$1.out" 2>&1 <<'SQL'
-SELECT count(*) FROM limits.rate_limit_define('trap', 10::float8, '1 minute'::interval, 20::float8,
-                                              max_reserved => 5::float8) AS a,
-                     limits.rate_limit_define('trap-sharded', 60::float8, '1 minute'::interval, 40::float8,
-                                              shards => 4) AS b,
-                     limits.rate_limit_define('trap-window', 10::float8, '1 minute'::interval, 10::float8,
-                                              fixed_window => true) AS c;
+CREATE FUNCTION pg_temp.define_traps() RETURNS bigint
+LANGUAGE sql
+AS $$ SELECT count(*) FROM limits.rate_limit_define('trap', 10::float8, '1 minute'::interval, 20::float8,
+                                                   max_reserved => 5::float8) AS a,
+                          limits.rate_limit_define('trap-sharded', 60::float8, '1 minute'::interval, 40::float8,
+                                                   shards => 4) AS b,
+                          limits.rate_limit_define('trap-window', 10::float8, '1 minute'::interval, 10::float8,
+                                                   fixed_window => true) AS c $$;
+SELECT pg_temp.define_traps();
 DO $calls$
 DECLARE
     f record;
@@ -395,12 +398,7 @@ BEGIN
 END
 $calls$;
 -- The policies as they were: the calls above dropped one.
-SELECT count(*) FROM limits.rate_limit_define('trap', 10::float8, '1 minute'::interval, 20::float8,
-                                              max_reserved => 5::float8) AS a,
-                     limits.rate_limit_define('trap-sharded', 60::float8, '1 minute'::interval, 40::float8,
-                                              shards => 4) AS b,
-                     limits.rate_limit_define('trap-window', 10::float8, '1 minute'::interval, 10::float8,
-                                              fixed_window => true) AS c;
+SELECT pg_temp.define_traps();
 -- (Arguments of the parameters' own types: a caller's own call with an
 -- integer for a float8 reaches an overload, as test/sql/capture.sql shows.)
 SELECT count(*) FROM limits.rate_limit_take('trap', 'k', 3::float8) AS a,

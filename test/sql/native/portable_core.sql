@@ -59,12 +59,13 @@ SELECT 3000 + j, 'pc-reserve', t,
        w
 FROM generate_series(1, 300) AS j,
      LATERAL (SELECT (j % 5)::float8 / 2 AS t, 1 + (j % 4)::float8 AS w) AS e;
+-- (Keys 'k<i>' for the algebra, 't<i>' for the takes below.)
 INSERT INTO ratelimit.buckets (name, key, tokens, last_refill, full_at, blocked_until)
-SELECT name, 'k' || i, tokens,
+SELECT name, k.prefix || i, tokens,
        '2000-01-01 00:00:00+00'::timestamptz + stamp_us * interval '1 microsecond', 'infinity',
        CASE WHEN blocked_us = '-9223372036854775808'::bigint THEN '-infinity'::timestamptz
             ELSE '2000-01-01 00:00:00+00'::timestamptz + blocked_us * interval '1 microsecond' END
-FROM cases;
+FROM cases, (VALUES ('k'), ('t')) AS k(prefix);
 
 -- Each case through both, at its own clock reading.  (The portable functions
 -- call each other by their own names: their schema is on the search_path.)
@@ -178,12 +179,6 @@ BEGIN
     RETURN portable_core.rl_policy_call_general(function_name, p_name, p_key, cost, max_wait, op);
 END
 $$;
-INSERT INTO ratelimit.buckets (name, key, tokens, last_refill, full_at, blocked_until)
-SELECT name, 't' || i, tokens,
-       '2000-01-01 00:00:00+00'::timestamptz + stamp_us * interval '1 microsecond', 'infinity',
-       CASE WHEN blocked_us = '-9223372036854775808'::bigint THEN '-infinity'::timestamptz
-            ELSE '2000-01-01 00:00:00+00'::timestamptz + blocked_us * interval '1 microsecond' END
-FROM cases;
 INSERT INTO portable_core.rl_buckets (name, key, tokens, stamp_us, full_at_us, blocked_until_us)
 SELECT name, 't' || i, tokens, stamp_us, 9223372036854775807, blocked_us FROM cases;
 CREATE TEMP TABLE takes (i int, native rate_limit_decision, portable portable_core.rate_limit_decision,
