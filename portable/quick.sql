@@ -17,7 +17,9 @@
 -- burst < 1e150, tokens > -1e150, every time in microseconds is within
 -- 2^62 of 0, and a bucket's stamp within 2^52 before the clock reading.
 
--- The balance of the next whole token above tokens, at most burst.
+-- The balance of the next whole token above tokens, at most burst: the
+-- level of refill_after, for every balance (rl_decide and rl_refund use it
+-- too).
 CREATE FUNCTION rl_next_whole_token(tokens float8, burst float8) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT CASE WHEN NOT (((CASE WHEN tokens OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 THEN pg_catalog.floor(tokens)
