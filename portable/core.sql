@@ -442,21 +442,6 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION rl_next_whole_token(tokens float8, burst float8) RETURNS float8
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
-DECLARE
-    whole pg_catalog.float8 := CASE WHEN tokens OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 THEN pg_catalog.floor(tokens)
-                                    ELSE '0'::pg_catalog.float8 END;
-    next pg_catalog.float8 := whole OPERATOR(pg_catalog.+) '1'::pg_catalog.float8;
-BEGIN
-    IF NOT (next OPERATOR(pg_catalog.>) tokens) THEN
-        -- Beyond 2^53 a token more is not representable: the next float8.
-        next := tokens OPERATOR(pg_catalog.+) (tokens OPERATOR(pg_catalog.*) '2.220446049250313e-16'::pg_catalog.float8);
-    END IF;
-    RETURN CASE WHEN next OPERATOR(pg_catalog.<) burst THEN next ELSE burst END;
-END
-$$;
-
 CREATE FUNCTION rl_box_end(l rl_limit, now_us bigint) RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT CASE WHEN (now_us::numeric OPERATOR(pg_catalog.+) l.penalty_us::numeric) OPERATOR(pg_catalog.>) '9223372036854775807'::numeric

@@ -78,6 +78,9 @@ BEGIN
     IF pg_catalog.current_setting('transaction_read_only') = 'on' THEN
         PERFORM @extschema@.rl_report_read_only_delete('rate_limit_purge');
     END IF;
+    IF @extschema@.rl_on_yugabytedb() THEN
+        PERFORM @extschema@.rl_require_read_committed();
+    END IF;
     SELECT c.name, c.key INTO last_name, last_key
       FROM (SELECT t.name, t.key FROM @extschema@.rl_buckets AS t
              WHERE (p_name IS NULL OR t.name = p_name)
@@ -86,6 +89,26 @@ BEGIN
      ORDER BY c.name DESC, c.key DESC LIMIT 1;
     IF last_name IS NULL THEN
         deleted := 0;
+        RETURN;
+    END IF;
+    IF @extschema@.rl_on_yugabytedb() THEN
+        -- No ctid and no xmax there, and READ COMMITTED only.  Every
+        -- definition or removal of a policy first rewrites the one row of
+        -- rl_policy_changes: held shared, it keeps the policies as the
+        -- next statement reads them until the batch's transaction ends.
+        -- Rows are judged as below, and deleted by their key.
+        PERFORM FROM @extschema@.rl_policy_changes AS c FOR SHARE;
+        WITH judged AS (
+            SELECT t.name, t.key
+              FROM @extschema@.rl_buckets AS t LEFT JOIN @extschema@.rl_policies AS p ON p.name = t.name
+             WHERE (p_name IS NULL OR t.name = p_name)
+               AND (after_name IS NULL OR (t.name, t.key) > (after_name, after_key))
+               AND (t.name, t.key) <= (last_name, last_key)
+               AND @extschema@.rl_forgettable(p, t.name, t.key, ROW(t.tokens, t.stamp_us, t.blocked_until_us)::@extschema@.rl_bucket,
+                                  t.full_at_us, now_us)
+               FOR UPDATE OF t SKIP LOCKED)
+        DELETE FROM @extschema@.rl_buckets AS t USING judged WHERE t.name = judged.name AND t.key = judged.key;
+        GET DIAGNOSTICS deleted = ROW_COUNT;
         RETURN;
     END IF;
     -- Judged on the latest version once it is locked (READ COMMITTED
@@ -290,6 +313,12 @@ BEGIN
             USING ERRCODE = 'null_value_not_allowed',
                   DETAIL = 'true keeps bucket state in a logged table, false in an unlogged one.',
                   HINT = 'Pass true or false.';
+    END IF;
+    IF NOT logged AND @extschema@.rl_on_yugabytedb() THEN
+        RAISE EXCEPTION 'bucket state cannot be unlogged on YugabyteDB'
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'YugabyteDB replicates every table, and takes UNLOGGED only to ignore it.',
+                  HINT = 'Keep bucket state logged: on YugabyteDB it survives crashes and failovers.';
     END IF;
     SELECT c.relpersistence = 'p'::"char" INTO was_logged
       FROM pg_catalog.pg_class c WHERE c.oid = '@extschema@.rl_buckets'::pg_catalog.regclass;

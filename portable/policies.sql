@@ -45,74 +45,7 @@ COMMENT ON TABLE rl_policy_changes IS
 \ir ../sql/src/define.sql
 \ir ../sql/src/policies_view.sql
 
--- Whether transaction x has committed.  x is an xmax, 32 bits: its epoch
--- is the one that puts it nearest the next transaction id of the
--- snapshot.
-CREATE FUNCTION rl_committed(x xid) RETURNS boolean
-LANGUAGE sql VOLATILE
-AS $$ SELECT pg_catalog.pg_xact_status(
-                 (s.next OPERATOR(pg_catalog.+) ((((x::pg_catalog.text::bigint OPERATOR(pg_catalog.-) (s.next OPERATOR(pg_catalog.%) '4294967296'::bigint))
-                                OPERATOR(pg_catalog.+) '6442450944'::bigint) OPERATOR(pg_catalog.%) '4294967296'::bigint)
-                              OPERATOR(pg_catalog.-) '2147483648'::bigint))::pg_catalog.text::pg_catalog.xid8)
-             OPERATOR(pg_catalog.=) 'committed'::pg_catalog.text
-        FROM (SELECT pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::pg_catalog.text::bigint
-                     AS next) AS s $$;
-
--- Whether a transaction that committed after the snapshot was taken has
--- defined, redefined or dropped a policy: the snapshot's version of
--- rl_policy_changes has been replaced since.  One single-row read.
-CREATE FUNCTION rl_policies_changed() RETURNS boolean
-LANGUAGE sql VOLATILE
-AS $$ SELECT EXISTS (SELECT FROM @extschema@.rl_policy_changes AS c
-                      WHERE CASE WHEN c.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid THEN false
-                                 ELSE @extschema@.rl_committed(c.xmax) END) $$;
-
--- The policy called name as last committed, or NULL, as the native
--- limiter reads it whatever the caller's snapshot.  Plain SQL reads the
--- version the snapshot sees: one that a transaction which has committed
--- since replaced or deleted (its xmax) is not used.  At READ COMMITTED the
--- row is read again, by a statement with a newer snapshot; a REPEATABLE
--- READ or SERIALIZABLE snapshot cannot move, so there the call fails with
--- 40001.  An xmax may also be a row lock: rate_limit_define's INSERT ... ON
--- CONFLICT DO UPDATE leaves its own transaction's lock on the version it
--- writes (xmax = xmin, which a replaced version visible to another
--- snapshot never has); nothing else locks rl_policies' rows, and at READ
--- COMMITTED a version seen twice is taken as merely locked.  No row: a
--- policy defined since a REPEATABLE READ or SERIALIZABLE snapshot was
--- taken would not be in it either, so there the call fails with 40001 if
--- any policy was defined, redefined or dropped since (one more read, off
--- the way of a take by a policy's name).  At READ COMMITTED the snapshot
--- was taken as the statement that found no row began: then no policy of
--- that name had been committed.
-CREATE FUNCTION rl_find_policy(p_name text) RETURNS rl_policies
-LANGUAGE plpgsql VOLATILE AS $$
-DECLARE
-    got record;
-    seen pg_catalog.tid;
-BEGIN
-    LOOP
-        SELECT p AS policy, p.xmin AS creator, p.xmax AS version, p.ctid AS at INTO got
-          FROM @extschema@.rl_policies AS p WHERE p.name OPERATOR(pg_catalog.=) p_name;
-        IF NOT FOUND THEN
-            IF pg_catalog.current_setting('transaction_isolation'::pg_catalog.text)
-               OPERATOR(pg_catalog.<>) 'read committed'::pg_catalog.text
-               AND @extschema@.rl_policies_changed() THEN
-                PERFORM @extschema@.rl_report_policies_changed(p_name);
-            END IF;
-            RETURN NULL;
-        END IF;
-        IF got.version OPERATOR(pg_catalog.=) '0'::pg_catalog.xid OR got.version OPERATOR(pg_catalog.=) got.creator OR got.at OPERATOR(pg_catalog.=) seen
-           OR NOT @extschema@.rl_committed(got.version) THEN
-            RETURN got.policy;
-        END IF;
-        IF pg_catalog.current_setting('transaction_isolation'::pg_catalog.text)
-           OPERATOR(pg_catalog.<>) 'read committed'::pg_catalog.text THEN
-            PERFORM @extschema@.rl_report_policy_changed(p_name);
-        END IF;
-        seen := got.at;
-    END LOOP;
-END
-$$;
+\ir policy_lookup.sql
 
 -- The policy called name; 42704 if there is none.
 CREATE FUNCTION rl_policy(p_name text) RETURNS rl_policies
@@ -219,21 +152,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION rate_limit_take(name text, key text, cost float8 DEFAULT 1)
-RETURNS rate_limit_decision
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF pg_catalog.num_nulls($1, $2, $3) > 0 THEN
-        PERFORM @extschema@.rl_null_argument('rate_limit_take', ARRAY['name', 'key', 'cost'],
-                                 ARRAY[$1, $2, $3::text], 'Every argument of this function needs a value.');
-    END IF;
-    RETURN @extschema@.rl_policy_call('rate_limit_take', $1, $2, $3, 0::float8, 'take');
-END
-$$;
-COMMENT ON FUNCTION rate_limit_take(text, text, float8) IS
-    'takes cost tokens from the bucket (name, key) with the rate and burst of policy name';
+\ir policy_take.sql
 
 CREATE FUNCTION rate_limit_check(name text, key text, cost float8 DEFAULT 1)
 RETURNS rate_limit_decision
@@ -250,22 +169,6 @@ END
 $$;
 COMMENT ON FUNCTION rate_limit_check(text, text, float8) IS
     'answers as rate_limit_take(name, key, cost) would, without consuming or writing anything';
-
-CREATE FUNCTION rate_limit_take(name text, key text, cost float8, max_wait interval)
-RETURNS rate_limit_decision
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF pg_catalog.num_nulls($1, $2, $3) > 0 THEN
-        PERFORM @extschema@.rl_null_argument('rate_limit_take', ARRAY['name', 'key', 'cost'],
-                                 ARRAY[$1, $2, $3::text], 'Only max_wait may be NULL, meaning no reservation.');
-    END IF;
-    RETURN @extschema@.rl_policy_call('rate_limit_take', $1, $2, $3, @extschema@.rl_max_wait($4), 'take');
-END
-$$;
-COMMENT ON FUNCTION rate_limit_take(text, text, float8, interval) IS
-    'takes cost tokens from the bucket (name, key) of policy name; when it holds too few, reserves them if the work may start within max_wait and the policy''s max_reserved allows the debt';
 
 CREATE FUNCTION rate_limit_check(name text, key text, cost float8, max_wait interval)
 RETURNS rate_limit_decision

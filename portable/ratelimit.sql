@@ -63,7 +63,9 @@ $$;
 
 BEGIN; -- (psql only)
 SET LOCAL check_function_bodies = off; -- (psql only)
+\ir platform.sql
 \ir core.sql
+\ir quick.sql
 \ir errors.sql
 
 \ir ../sql/src/decision_types.sql
@@ -78,7 +80,7 @@ SET LOCAL check_function_bodies = off; -- (psql only)
 -- newer ones ignore it).
 DO $$
 BEGIN
-    IF pg_catalog.version() ~ '-YB-' THEN
+    IF rl_on_yugabytedb() THEN
         EXECUTE 'CREATE TABLE rl_buckets (
             name          text COLLATE "C" NOT NULL,
             key           text COLLATE "C" NOT NULL,
@@ -104,20 +106,6 @@ $$;
 REVOKE ALL ON TABLE rl_buckets FROM PUBLIC;
 COMMENT ON TABLE rl_buckets IS
     'token buckets of the portable rate limiter: written only by its functions';
-
--- The clock, in whole microseconds since 2000-01-01 UTC: the whole minutes
--- of the epoch (exact in a float8) and the microseconds within the minute,
--- as the timestamp holds them (an epoch in seconds with six decimals has
--- more digits than a float8 keeps).
-CREATE FUNCTION rl_now() RETURNS bigint
-LANGUAGE sql VOLATILE PARALLEL SAFE
-AS $$ SELECT ((pg_catalog.floor(pg_catalog.date_part('epoch'::pg_catalog.text, c.t) OPERATOR(pg_catalog./) '60'::pg_catalog.float8)::bigint
-               OPERATOR(pg_catalog.*) '60000000'::bigint)
-              OPERATOR(pg_catalog.+) pg_catalog.date_part('microseconds'::pg_catalog.text,
-                                       pg_catalog.timezone('UTC'::pg_catalog.text, c.t))::bigint)
-             OPERATOR(pg_catalog.-) '946684800000000'::bigint
-        FROM (SELECT pg_catalog.clock_timestamp() AS t) AS c $$;
-COMMENT ON FUNCTION rl_now() IS 'the limiter''s clock: microseconds since 2000-01-01 UTC';
 
 -- 22004 for the first of arguments (named by names) that is NULL, as the
 -- native functions say it (hint: what may be NULL instead; key has its

@@ -273,7 +273,7 @@ BEGIN
             END LOOP;
         END LOOP;
     END LOOP;
-    FOR f IN SELECT p.proname, p.prokind, p.proargtypes::regtype[]::text[] AS args,
+    FOR f IN SELECT p.proname, p.prokind, (p.proargtypes::regtype[]::text[])[:] AS args,
                     pg_catalog.pg_get_function_result(p.oid) AS result
                FROM pg_catalog.pg_proc AS p
               WHERE p.pronamespace OPERATOR(pg_catalog.=) 'limits'::regnamespace
@@ -338,18 +338,21 @@ SQL
 # they use); then the API as an application calls it.
 call_every_routine() {  # DATABASE (what it prints goes to calls_DATABASE.out)
     q -d "$1" >"$RL_CLUSTER_DIR/calls_$1.out" 2>&1 <<'SQL'
-SELECT count(*) FROM limits.rate_limit_define('trap', 10::float8, '1 minute'::interval, 20::float8,
-                                              max_reserved => 5::float8) AS a,
-                     limits.rate_limit_define('trap-sharded', 60::float8, '1 minute'::interval, 40::float8,
-                                              shards => 4) AS b,
-                     limits.rate_limit_define('trap-window', 10::float8, '1 minute'::interval, 10::float8,
-                                              fixed_window => true) AS c;
+CREATE FUNCTION pg_temp.define_traps() RETURNS bigint
+LANGUAGE sql
+AS $$ SELECT count(*) FROM limits.rate_limit_define('trap', 10::float8, '1 minute'::interval, 20::float8,
+                                                   max_reserved => 5::float8) AS a,
+                          limits.rate_limit_define('trap-sharded', 60::float8, '1 minute'::interval, 40::float8,
+                                                   shards => 4) AS b,
+                          limits.rate_limit_define('trap-window', 10::float8, '1 minute'::interval, 10::float8,
+                                                   fixed_window => true) AS c $$;
+SELECT pg_temp.define_traps();
 DO $calls$
 DECLARE
     f record;
     args text[];
 BEGIN
-    FOR f IN SELECT p.proname, p.prokind, p.proargtypes::regtype[]::text[] AS types,
+    FOR f IN SELECT p.proname, p.prokind, (p.proargtypes::regtype[]::text[])[:] AS types,
                     coalesce(p.proargnames, ARRAY[]::text[]) AS names
                FROM pg_catalog.pg_proc AS p
               WHERE p.pronamespace OPERATOR(pg_catalog.=) 'limits'::regnamespace
@@ -394,6 +397,8 @@ BEGIN
     END LOOP;
 END
 $calls$;
+-- The policies as they were: the calls above dropped one.
+SELECT pg_temp.define_traps();
 -- (Arguments of the parameters' own types: a caller's own call with an
 -- integer for a float8 reaches an overload, as test/sql/capture.sql shows.)
 SELECT count(*) FROM limits.rate_limit_take('trap', 'k', 3::float8) AS a,

@@ -59,12 +59,13 @@ SELECT 3000 + j, 'pc-reserve', t,
        w
 FROM generate_series(1, 300) AS j,
      LATERAL (SELECT (j % 5)::float8 / 2 AS t, 1 + (j % 4)::float8 AS w) AS e;
+-- (Keys 'k<i>' for the algebra, 't<i>' for the takes below.)
 INSERT INTO ratelimit.buckets (name, key, tokens, last_refill, full_at, blocked_until)
-SELECT name, 'k' || i, tokens,
+SELECT name, k.prefix || i, tokens,
        '2000-01-01 00:00:00+00'::timestamptz + stamp_us * interval '1 microsecond', 'infinity',
        CASE WHEN blocked_us = '-9223372036854775808'::bigint THEN '-infinity'::timestamptz
             ELSE '2000-01-01 00:00:00+00'::timestamptz + blocked_us * interval '1 microsecond' END
-FROM cases;
+FROM cases, (VALUES ('k'), ('t')) AS k(prefix);
 
 -- Each case through both, at its own clock reading.  (The portable functions
 -- call each other by their own names: their schema is on the search_path.)
@@ -148,6 +149,93 @@ WHERE (a.native).allowed IS DISTINCT FROM (a.portable).allowed
    OR (a.native).reset_after IS DISTINCT FROM (a.portable).reset_after
    OR (a.native).refill_after IS DISTINCT FROM (a.portable).refill_after
 ORDER BY a.i LIMIT 5;
+
+-- The same buckets (keys 't<i>') taken by a policy's name through the API
+-- of both: the portable rate_limit_take decides its common case in one read
+-- and a guarded write, with the expressions of portable/quick.sql, and
+-- must give the native decisions and store the native state, to the last
+-- bit.  A copy of rl_policy_call that counts its calls stands in for the
+-- general way, to show which takes took the common one: those by a policy
+-- without fixed windows, a floor rate or a penalty box, of a bucket
+-- stamped no later than the clock and out of any box.
+SELECT count(*) AS defined FROM ratelimit.policies AS p,
+    LATERAL portable_core.rate_limit_define(p.name, p.rate, p.per, p.burst, p.initial, p.jitter, p.fixed_window,
+                                            p.window_start, p.floor_rate, p.shards, p.max_reserved, p.penalty) AS d
+WHERE p.name LIKE 'pc-%';
+-- (The portable clock reads the seconds the native fixed clock is set to
+-- from a setting of the test's own: current_setting shows a float8 setting
+-- to six digits only.)
+CREATE OR REPLACE FUNCTION portable_core.rl_now() RETURNS bigint
+LANGUAGE sql VOLATILE
+AS $$ SELECT ((pg_catalog.current_setting('portable_core.clock')::float8 - 946684800) * 1000000)::bigint $$;
+ALTER FUNCTION portable_core.rl_policy_call(text, text, text, float8, float8, text) RENAME TO rl_policy_call_general;
+CREATE SEQUENCE portable_core.general_calls;
+CREATE FUNCTION portable_core.rl_policy_call(function_name text, p_name text, p_key text, cost float8,
+                                             max_wait float8, op text)
+RETURNS portable_core.rate_limit_decision
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    PERFORM pg_catalog.nextval('portable_core.general_calls');
+    RETURN portable_core.rl_policy_call_general(function_name, p_name, p_key, cost, max_wait, op);
+END
+$$;
+INSERT INTO portable_core.rl_buckets (name, key, tokens, stamp_us, full_at_us, blocked_until_us)
+SELECT name, 't' || i, tokens, stamp_us, 9223372036854775807, blocked_us FROM cases;
+CREATE TEMP TABLE takes (i int, native rate_limit_decision, portable portable_core.rate_limit_decision,
+                         general boolean);
+DO $$
+DECLARE
+    c record;
+    before bigint;
+BEGIN
+    -- (A cost beyond the burst, of the cases that reserve, is refused.)
+    FOR c IN SELECT cases.* FROM cases JOIN ratelimit.policies AS p USING (name)
+              WHERE cases.cost <= p.burst ORDER BY i LOOP
+        PERFORM pg_catalog.set_config('ratelimit.fixed_clock', c.clock_s::text, false);
+        PERFORM pg_catalog.set_config('portable_core.clock', c.clock_s::text, false);
+        before := pg_catalog.nextval('portable_core.general_calls');
+        INSERT INTO takes
+        SELECT c.i, rate_limit_take(c.name, 't' || c.i, c.cost),
+               portable_core.rate_limit_take(c.name, 't' || c.i, c.cost),
+               pg_catalog.nextval('portable_core.general_calls') > before + 1;
+    END LOOP;
+END
+$$;
+RESET ratelimit.fixed_clock;
+SELECT count(*) AS takes,
+       count(*) FILTER (WHERE row((native).allowed, (native).remaining, (native).retry_after, (native).reset_after,
+                                  (native).capacity, (native).name, (native).quota, (native).per,
+                                  (native).refill_after)
+                              IS DISTINCT FROM
+                              row((portable).allowed, (portable).remaining, (portable).retry_after,
+                                  (portable).reset_after, (portable).capacity, (portable).name, (portable).quota,
+                                  (portable).per, (portable).refill_after)) AS differ,
+       count(*) FILTER (WHERE (native).allowed AND NOT general) > 500 AS some_granted_so,
+       count(*) FILTER (WHERE NOT (native).allowed AND NOT general) > 50 AS some_denied_so,
+       count(*) FILTER (WHERE c.name IN ('pc-plain', 'pc-slow', 'pc-reserve')
+                          AND c.stamp_us <= ((c.clock_s - 946684800) * 1000000)::bigint
+                          AND c.blocked_us <= ((c.clock_s - 946684800) * 1000000)::bigint AND general) AS plain_general,
+       count(*) FILTER (WHERE NOT (c.name IN ('pc-plain', 'pc-slow', 'pc-reserve')
+                                   AND c.stamp_us <= ((c.clock_s - 946684800) * 1000000)::bigint
+                                   AND c.blocked_us <= ((c.clock_s - 946684800) * 1000000)::bigint)
+                          AND NOT general) AS other_common
+FROM takes JOIN cases AS c USING (i);
+-- The state each stored (or left), compared as the native table shows it.
+SELECT count(*) AS buckets,
+       count(*) FILTER (WHERE n.tokens IS DISTINCT FROM p.tokens OR n.last_refill IS DISTINCT FROM p.last_refill
+                          OR n.full_at IS DISTINCT FROM p.full_at) AS differ
+FROM ratelimit.buckets AS n
+JOIN (SELECT b.name, b.key, b.tokens, portable_core.rl_timestamp(b.stamp_us) AS last_refill,
+             portable_core.rl_timestamp(b.full_at_us) AS full_at
+        FROM portable_core.rl_buckets AS b) AS p USING (name, key)
+WHERE n.key LIKE 't%';
+-- The first differences, if any.
+SELECT t.i, c.name, t.general, t.native, t.portable FROM takes AS t JOIN cases AS c USING (i)
+WHERE row((native).allowed, (native).remaining, (native).retry_after, (native).reset_after, (native).refill_after)
+      IS DISTINCT FROM
+      row((portable).allowed, (portable).remaining, (portable).retry_after, (portable).reset_after,
+          (portable).refill_after)
+ORDER BY t.i LIMIT 5;
 
 DELETE FROM ratelimit.buckets WHERE name LIKE 'pc-%';
 SELECT count(*) AS dropped FROM ratelimit.policies AS p, LATERAL rate_limit_drop(p.name) AS d

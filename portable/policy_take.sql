@@ -1,0 +1,169 @@
+-- portable/policy_take.sql: rate_limit_take by a policy's name.  Included
+-- by policies.sql, after rl_policy_call, and by the upgrade script to 0.4.0
+-- (update--0.3.0--0.4.0.sql).
+
+-- A take by a policy's name.  Its common case takes one read and, for a
+-- grant, one write: a policy without shards, fixed windows, a floor rate
+-- or a penalty box, in the version last committed (one that no
+-- transaction has replaced, deleted or locked since it was written: see
+-- rl_find_policy), a key seen before, out of any box, and a transaction
+-- that may write.  The policy and the bucket as committed are read in one
+-- statement without a lock, the clock after them; the decision is
+-- rl_decide's, in the expressions of quick.sql; a grant is stored if the
+-- row still holds what it was decided on, as rl_apply does.  A row written
+-- meanwhile is then locked (READ COMMITTED's UPDATE waits for its writer
+-- and locks the new version; the other levels fail with 40001), and the
+-- take is decided once more on the row as that writer left it, at a new
+-- clock reading: by one more UPDATE where that leaves the same balance,
+-- else from the start.  A denial writes and locks nothing.  Everything else
+-- (and whatever the expressions cannot tell) is rl_policy_call's.
+CREATE FUNCTION rate_limit_take(name text, key text, cost float8 DEFAULT 1)
+RETURNS rate_limit_decision
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    limit_rate float8;        -- tokens a second
+    limit_burst float8;
+    limit_quota float8;       -- the policy's rate, per limit_per
+    limit_per interval;
+    limit_jitter float8;
+    stored_tokens float8;
+    stored_stamp_us bigint;
+    stored_blocked_us bigint;
+    now_us bigint;
+    balance float8;
+    left_over float8;
+    whole float8;
+    elapsed float8;
+    capped float8;
+    estimate float8;
+    reset_us float8;
+    refill_us float8;
+    retry_us float8;
+BEGIN
+    IF NOT @extschema@.rl_on_yugabytedb() AND $3 >= '0'::float8
+       AND pg_catalog.octet_length($2) <= @rl_max_key_bytes@
+       AND pg_catalog.current_setting('transaction_read_only') = 'off' THEN
+        FOR attempt IN 1..2 LOOP
+            SELECT p.tokens_per_second, p.burst, p.rate, p.per, p.jitter,
+                   b.tokens, b.stamp_us, b.blocked_until_us, @extschema@.rl_now()
+              INTO limit_rate, limit_burst, limit_quota, limit_per, limit_jitter,
+                   stored_tokens, stored_stamp_us, stored_blocked_us, now_us
+              FROM @extschema@.rl_policies AS p, @extschema@.rl_buckets AS b
+             WHERE p.name = $1 AND b.name = $1 AND b.key = $2 AND (p.xmax = '0'::xid OR p.xmax = p.xmin)
+               AND p.shards = 1 AND NOT p.fixed_window AND p.floor_per_second = '0'::float8
+               AND coalesce(p.penalty_us, '0'::bigint) = '0'::bigint;
+            EXIT WHEN NOT FOUND
+                      OR NOT (stored_stamp_us <= now_us AND stored_blocked_us <= now_us
+                              AND now_us - stored_stamp_us < '4503599627370496'::bigint
+                              AND stored_stamp_us > '-4611686018427387904'::bigint
+                              AND now_us < '4611686018427387904'::bigint
+                              AND limit_rate > '1e-150'::float8 AND limit_rate < '1e150'::float8
+                              AND limit_burst < '1e150'::float8 AND stored_tokens > '-1e150'::float8
+                              AND $3 <= limit_burst);
+            left_over := @extschema@.rl_quick_balance(stored_tokens, stored_stamp_us, now_us, limit_rate, limit_burst)
+                         - $3;
+            IF left_over >= '0'::float8 THEN
+                -- Granted: the waits of the bucket left, stamped now.
+                IF left_over >= limit_burst THEN
+                    reset_us := '0'::float8;
+                ELSE
+                    estimate := @extschema@.rl_quick_estimate(left_over, limit_burst, limit_rate);
+                    reset_us := @extschema@.rl_quick_wait('0'::float8, left_over, limit_burst - left_over,
+                                                          estimate, limit_burst, limit_rate);
+                    EXIT WHEN reset_us IS NULL;
+                END IF;
+                whole := @extschema@.rl_next_whole_token(left_over, limit_burst);
+                IF whole = limit_burst THEN
+                    refill_us := reset_us;
+                ELSIF left_over >= whole THEN
+                    refill_us := '0'::float8;
+                ELSE
+                    estimate := @extschema@.rl_quick_estimate(left_over, whole, limit_rate);
+                    refill_us := @extschema@.rl_quick_wait('0'::float8, left_over, limit_burst - left_over,
+                                                           estimate, whole, limit_rate);
+                    EXIT WHEN refill_us IS NULL;
+                END IF;
+                IF $3 > '0'::float8 THEN
+                    UPDATE @extschema@.rl_buckets AS t
+                       SET tokens = left_over, stamp_us = now_us,
+                           full_at_us = greatest(now_us + reset_us::bigint, stored_blocked_us)
+                     WHERE t.name = $1 AND t.key = $2 AND t.tokens = stored_tokens
+                       AND t.stamp_us = stored_stamp_us AND t.blocked_until_us = stored_blocked_us;
+                    IF NOT FOUND THEN
+                        -- Written meanwhile, and now locked: decided again at a
+                        -- clock reading taken now.  Where the row as its
+                        -- writer left it leaves the same balance then, the
+                        -- waits, which depend on nothing else, are the same.
+                        now_us := @extschema@.rl_now();
+                        UPDATE @extschema@.rl_buckets AS t
+                           SET tokens = left_over, stamp_us = now_us,
+                               full_at_us = greatest(now_us + reset_us::bigint, t.blocked_until_us)
+                         WHERE t.name = $1 AND t.key = $2 AND now_us < '4611686018427387904'::bigint
+                           AND t.stamp_us <= now_us AND t.blocked_until_us <= now_us
+                           AND now_us - t.stamp_us < '4503599627370496'::bigint
+                           AND t.stamp_us > '-4611686018427387904'::bigint AND t.tokens > '-1e150'::float8
+                           AND @extschema@.rl_quick_balance(t.tokens, t.stamp_us, now_us, limit_rate, limit_burst)
+                               - $3 = left_over;
+                        CONTINUE WHEN NOT FOUND;
+                    END IF;
+                END IF;
+                RETURN ROW(true, left_over, '0'::float8, reset_us / '1000000'::float8, limit_burst, $1, limit_quota,
+                           limit_per, refill_us / '1000000'::float8)::@extschema@.rate_limit_decision;
+            END IF;
+            -- Denied: the waits of the bucket as stored; nothing written.
+            balance := @extschema@.rl_quick_balance(stored_tokens, stored_stamp_us, now_us, limit_rate, limit_burst);
+            whole := @extschema@.rl_next_whole_token(balance, limit_burst);
+            elapsed := (now_us - stored_stamp_us)::float8;
+            capped := CASE WHEN stored_tokens < limit_burst THEN stored_tokens ELSE limit_burst END;
+            estimate := @extschema@.rl_quick_estimate(balance, $3, limit_rate);
+            retry_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst - capped, estimate, $3, limit_rate);
+            estimate := @extschema@.rl_quick_estimate(balance, limit_burst, limit_rate);
+            reset_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst - capped, estimate, limit_burst,
+                                                  limit_rate);
+            IF whole = limit_burst THEN
+                refill_us := reset_us;
+            ELSE
+                estimate := @extschema@.rl_quick_estimate(balance, whole, limit_rate);
+                refill_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst - capped, estimate, whole,
+                                                       limit_rate);
+            END IF;
+            EXIT WHEN retry_us IS NULL OR reset_us IS NULL OR refill_us IS NULL;
+            RETURN ROW(false, balance,
+                       CASE WHEN limit_jitter > '0'::float8
+                            THEN @extschema@.rl_jittered(retry_us / '1000000'::float8, limit_jitter, $1, $2)
+                            ELSE retry_us / '1000000'::float8 END,
+                       reset_us / '1000000'::float8, limit_burst, $1, limit_quota, limit_per,
+                       refill_us / '1000000'::float8)::@extschema@.rate_limit_decision;
+        END LOOP;
+    END IF;
+    IF pg_catalog.num_nulls($1, $2, $3) > 0 THEN
+        PERFORM @extschema@.rl_null_argument('rate_limit_take', ARRAY['name', 'key', 'cost'],
+                                 ARRAY[$1, $2, $3::text], 'Every argument of this function needs a value.');
+    END IF;
+    RETURN @extschema@.rl_policy_call('rate_limit_take', $1, $2, $3, 0::float8, 'take');
+END
+$$;
+COMMENT ON FUNCTION rate_limit_take(text, text, float8) IS
+    'takes cost tokens from the bucket (name, key) with the rate and burst of policy name';
+
+CREATE FUNCTION rate_limit_take(name text, key text, cost float8, max_wait interval)
+RETURNS rate_limit_decision
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF pg_catalog.num_nulls($1, $2, $3) > 0 THEN
+        PERFORM @extschema@.rl_null_argument('rate_limit_take', ARRAY['name', 'key', 'cost'],
+                                 ARRAY[$1, $2, $3::text], 'Only max_wait may be NULL, meaning no reservation.');
+    END IF;
+    -- No wait: the take without one, and its common case.
+    IF $4 IS NULL OR pg_catalog.date_part('epoch', $4) = '0'::float8 THEN
+        RETURN @extschema@.rate_limit_take($1, $2, $3);
+    END IF;
+    RETURN @extschema@.rl_policy_call('rate_limit_take', $1, $2, $3, @extschema@.rl_max_wait($4), 'take');
+END
+$$;
+COMMENT ON FUNCTION rate_limit_take(text, text, float8, interval) IS
+    'takes cost tokens from the bucket (name, key) of policy name; when it holds too few, reserves them if the work may start within max_wait and the policy''s max_reserved allows the debt';

@@ -1,0 +1,123 @@
+-- portable/quick.sql: included by ratelimit.sql, after core.sql, and by
+-- the upgrade script to 0.4.0 (update--0.3.0--0.4.0.sql).
+--
+-- The common case of core.sql's algebra in expressions that PostgreSQL
+-- inlines into the expression that calls them (LANGUAGE sql, one SELECT,
+-- no SET clause; the rules of core.sql hold here too), with the same
+-- float8 numbers: a plain limit (rate tokens a second up to burst, with no
+-- fixed windows, floor rate or penalty box), a bucket stamped no later
+-- than the clock reading, and a request that does not reserve.  Each
+-- expression costs every transaction that evaluates it, so they hold no
+-- branch for the rare cases: each says where it holds, and its caller
+-- (rate_limit_take by a policy's name) checks that, or takes the general
+-- way.  An argument that a body names more than once is given as a
+-- variable, a column or a cheap expression, never a costly one, or the
+-- planner would call the function instead of inlining it.  Valid while
+-- 1e-150 < rate < 1e150 (then rl_credit(rate, us) is rate * (us / 1e6)),
+-- burst < 1e150, tokens > -1e150, every time in microseconds is within
+-- 2^62 of 0, and a bucket's stamp within 2^52 before the clock reading.
+
+-- The balance of the next whole token above tokens, at most burst: the
+-- level of refill_after, for every balance (rl_decide and rl_refund use it
+-- too).
+CREATE FUNCTION rl_next_whole_token(tokens float8, burst float8) RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT CASE WHEN NOT (((CASE WHEN tokens OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 THEN pg_catalog.floor(tokens)
+                                   ELSE '0'::pg_catalog.float8 END) OPERATOR(pg_catalog.+) '1'::pg_catalog.float8)
+                            OPERATOR(pg_catalog.>) tokens)
+                  -- Beyond 2^53 a token more is not representable: the next float8.
+                  THEN CASE WHEN (tokens OPERATOR(pg_catalog.+) (tokens OPERATOR(pg_catalog.*) '2.220446049250313e-16'::pg_catalog.float8))
+                                 OPERATOR(pg_catalog.<) burst
+                            THEN tokens OPERATOR(pg_catalog.+) (tokens OPERATOR(pg_catalog.*) '2.220446049250313e-16'::pg_catalog.float8)
+                            ELSE burst END
+                  WHEN ((CASE WHEN tokens OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 THEN pg_catalog.floor(tokens)
+                              ELSE '0'::pg_catalog.float8 END) OPERATOR(pg_catalog.+) '1'::pg_catalog.float8)
+                       OPERATOR(pg_catalog.<) burst
+                  THEN (CASE WHEN tokens OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 THEN pg_catalog.floor(tokens)
+                             ELSE '0'::pg_catalog.float8 END) OPERATOR(pg_catalog.+) '1'::pg_catalog.float8
+                  ELSE burst END $$;
+COMMENT ON FUNCTION rl_next_whole_token(float8, float8) IS
+    'the balance of the next whole token above a balance, at most the burst';
+
+-- The balance of bucket (tokens, stamp_us) at now_us, no earlier than
+-- stamp_us (rl_refill(...).tokens).
+CREATE FUNCTION rl_quick_balance(tokens float8, stamp_us bigint, now_us bigint, rate float8, burst float8)
+RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT CASE WHEN now_us OPERATOR(pg_catalog.=) stamp_us
+                  THEN CASE WHEN tokens OPERATOR(pg_catalog.<) burst THEN tokens ELSE burst END
+                  WHEN (rate OPERATOR(pg_catalog.*) ((now_us OPERATOR(pg_catalog.-) stamp_us)::pg_catalog.float8
+                                                     OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8))
+                       OPERATOR(pg_catalog.>=)
+                       (burst OPERATOR(pg_catalog.-) CASE WHEN tokens OPERATOR(pg_catalog.<) burst THEN tokens ELSE burst END)
+                  THEN burst
+                  WHEN (CASE WHEN tokens OPERATOR(pg_catalog.<) burst THEN tokens ELSE burst END
+                        OPERATOR(pg_catalog.+)
+                        (rate OPERATOR(pg_catalog.*) ((now_us OPERATOR(pg_catalog.-) stamp_us)::pg_catalog.float8
+                                                      OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8)))
+                       OPERATOR(pg_catalog.>) burst
+                  THEN burst
+                  ELSE CASE WHEN tokens OPERATOR(pg_catalog.<) burst THEN tokens ELSE burst END
+                       OPERATOR(pg_catalog.+)
+                       (rate OPERATOR(pg_catalog.*) ((now_us OPERATOR(pg_catalog.-) stamp_us)::pg_catalog.float8
+                                                     OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8)) END $$;
+COMMENT ON FUNCTION rl_quick_balance(float8, bigint, bigint, float8, float8) IS
+    'the balance of a bucket under a plain limit at a clock reading, inlined: rl_refill''s';
+
+-- The first estimate of the whole microseconds until tokens reach target
+-- (rl_micros_until's, before its loop), for tokens below target.
+CREATE FUNCTION rl_quick_estimate(tokens float8, target float8, rate float8) RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT pg_catalog.ceil(((target OPERATOR(pg_catalog.-) tokens) OPERATOR(pg_catalog./) rate)
+                             OPERATOR(pg_catalog.*) '1000000'::pg_catalog.float8) $$;
+COMMENT ON FUNCTION rl_quick_estimate(float8, float8, float8) IS
+    'the first estimate of rl_micros_until, inlined';
+
+-- Whether a bucket holding tokens (at most burst, which is tokens + gap)
+-- holds level (at most burst) elapsed_us after it was stamped, or, with
+-- level the cost of a request that does not reserve, admits it (rl_holds
+-- of rl_refill): its balance is then the burst once the credit reaches
+-- gap, else tokens plus the credit.
+CREATE FUNCTION rl_quick_holds(elapsed_us float8, tokens float8, gap float8, level float8, rate float8)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT (rate OPERATOR(pg_catalog.*) (elapsed_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8))
+             OPERATOR(pg_catalog.>=) gap
+             OR (tokens OPERATOR(pg_catalog.+)
+                 (rate OPERATOR(pg_catalog.*) (elapsed_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8)))
+                OPERATOR(pg_catalog.>=) level $$;
+COMMENT ON FUNCTION rl_quick_holds(float8, float8, float8, float8, float8) IS
+    'whether a bucket under a plain limit holds a level some time after its stamp, inlined: rl_holds''s';
+
+-- The wait in whole microseconds until a bucket holding tokens (as
+-- rl_quick_holds), stamped elapsed_us before the clock reading, holds level,
+-- given estimate (rl_quick_estimate of its balance at the clock reading):
+-- what rl_wait_micros finds from rl_micros_until's estimate where this can
+-- tell, else NULL.  Both loops end at the least wait that holds (the
+-- balance only grows with time): here the estimate, the one before it or
+-- the one after, found as the one that holds while the one before does
+-- not.  elapsed_us + a wait counts whole microseconds below 2^53: exactly.
+CREATE FUNCTION rl_quick_wait(elapsed_us float8, tokens float8, gap float8, estimate float8, level float8,
+                              rate float8) RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT CASE WHEN NOT (estimate OPERATOR(pg_catalog.>=) '1'::pg_catalog.float8
+                            AND estimate OPERATOR(pg_catalog.<) '1125899906842624'::pg_catalog.float8)
+                  THEN NULL
+                  WHEN estimate OPERATOR(pg_catalog.>) '1'::pg_catalog.float8
+                       AND @extschema@.rl_quick_holds(elapsed_us OPERATOR(pg_catalog.+)
+                                                      (estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8),
+                                                      tokens, gap, level, rate)
+                  THEN CASE WHEN estimate OPERATOR(pg_catalog.>) '2'::pg_catalog.float8
+                                 AND @extschema@.rl_quick_holds(elapsed_us OPERATOR(pg_catalog.+)
+                                                                (estimate OPERATOR(pg_catalog.-) '2'::pg_catalog.float8),
+                                                                tokens, gap, level, rate)
+                            THEN NULL
+                            ELSE estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8 END
+                  WHEN @extschema@.rl_quick_holds(elapsed_us OPERATOR(pg_catalog.+) estimate, tokens, gap, level, rate)
+                  THEN estimate
+                  WHEN @extschema@.rl_quick_holds(elapsed_us OPERATOR(pg_catalog.+)
+                                                  (estimate OPERATOR(pg_catalog.+) '1'::pg_catalog.float8),
+                                                  tokens, gap, level, rate)
+                  THEN estimate OPERATOR(pg_catalog.+) '1'::pg_catalog.float8 END $$;
+COMMENT ON FUNCTION rl_quick_wait(float8, float8, float8, float8, float8, float8) IS
+    'the wait of rl_wait_micros under a plain limit, inlined where it is within a microsecond of its estimate';
