@@ -1,7 +1,7 @@
 -- sql/memory_stats.sql: the memory engine's places per database and
 -- policy.  Included by ratelimit.sql and by the upgrade to 0.4.0 (whose
--- template repeats its privileges: an upgrade script made by
--- scripts/sql-script leaves GRANT and REVOKE out).
+-- template repeats its privileges on "--upgrade:" lines: an upgrade script
+-- made by scripts/sql-script leaves GRANT and REVOKE out).
 --
 -- The engine is shared by every database of the server, so the view shows
 -- every database's policies; readable by pg_read_all_stats.  Shared

@@ -16,7 +16,7 @@
 -- (rate_limit_memory_stats), new.
 \ir src/headers_policy.sql
 \ir memory_stats.sql
---extension: REVOKE ALL ON FUNCTION @extschema@.rate_limit_memory_stats() FROM PUBLIC;
---extension: REVOKE ALL ON @extschema@.rate_limit_memory_stats FROM PUBLIC;
---extension: GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_memory_stats() TO pg_read_all_stats;
---extension: GRANT SELECT ON @extschema@.rate_limit_memory_stats TO pg_read_all_stats;
+--upgrade: REVOKE ALL ON FUNCTION @extschema@.rate_limit_memory_stats() FROM PUBLIC;
+--upgrade: REVOKE ALL ON @extschema@.rate_limit_memory_stats FROM PUBLIC;
+--upgrade: GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_memory_stats() TO pg_read_all_stats;
+--upgrade: GRANT SELECT ON @extschema@.rate_limit_memory_stats TO pg_read_all_stats;
