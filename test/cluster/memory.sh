@@ -308,6 +308,11 @@ rl_expect_value "every bucket is listed" 40 "SELECT count(*) FROM rate_limit_buc
 rl_expect_value "the policy's keys are marked as in the table" "true $((40 - held))" \
     "SELECT in_table || ' ' || overflows FROM rate_limit_memory_stats
       WHERE datname = current_database() AND name = 'never'"
+# A new key's set is drawn by a hash under a random seed: 40 keys may leave
+# a set with room.  200 keys more fill both sets (each must find 16 of 240),
+# so that the new key below surely finds no place.
+q -c "SELECT count(*) FROM generate_series(1, 200) AS i, rate_limit_take('never', 'f' || i, 1)" >/dev/null
+rl_expect_value "200 keys more fill every place" 32 "$places 'never'"
 # In a read-only transaction a key kept in the table is read there but not
 # written: a take that would write its row, or store a new key there, is
 # refused with 25006, while one of a key in memory is granted.
