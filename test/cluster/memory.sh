@@ -271,6 +271,21 @@ lost=$(sed -n 's/.*LOG:  \([0-9]*\) of the [0-9]* memory buckets in "pg_stat\/ra
 rl_check "$loaded <= 512 && ${lost:-0} >= $crowd - 512 && $loaded + ${lost:-0} >= $crowd" \
     "with 512 places, $loaded buckets loaded and ${lost:-no} found no room, of $crowd and a few others"
 q -c "CALL rate_limit_reset_limit('crowd')" >/dev/null
+
+# Shared memory per place: the whole table (slots, sets, policies, limits,
+# text pool) divided by its places is at most 128 bytes from 1,000,000
+# places on; at 10,000 the fixed parts (the policies' entries, the limits)
+# weigh more, and it stays under 192.
+per_place="SELECT round(size::numeric / (SELECT ceil(setting::numeric / 16) * 16
+                 FROM pg_settings WHERE name = 'ratelimit.memory_buckets'), 1)
+           FROM pg_shmem_allocations WHERE name = 'ratelimit_memory'"
+for size_bound in 10000:192 1000000:128; do
+    restart fast "ratelimit.memory_buckets = ${size_bound%%:*}"
+    bytes=$(q -c "$per_place")
+    printf '%s places: %s bytes of shared memory per place\n' "${size_bound%%:*}" "$bytes"
+    rl_check "${bytes:-1e9} <= ${size_bound#*:}" \
+        "${size_bound%%:*} places take ${bytes:-no} bytes each (${size_bound#*:} at most expected)"
+done
 restart fast "ratelimit.memory_buckets = 1024"
 
 # A crash (a backend killed) empties the engine, as it empties the unlogged
