@@ -307,6 +307,32 @@ ReportMemoryFull(int capacity)
 }
 
 void
+ReportMemoryTooManyHolds()
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+	         errmsg("too many open operations on one memory bucket"),
+	         errdetail("Open transactions hold a memory bucket by %u operations, the most it "
+	                   "counts.",
+	                   PG_UINT32_MAX),
+	         errhint("Commit or roll back some of the transactions that take from it.")));
+	pg_unreachable();
+}
+
+void
+ReportMemoryNoLimit()
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+	         errmsg("no room for another limit in the memory engine"),
+	         errdetail("The buckets of the memory engine are judged by as many distinct limits "
+	                   "as it keeps."),
+	         errhint("Raise ratelimit.memory_buckets and restart the server, or reset the "
+	                 "buckets of limits redefined since.")));
+	pg_unreachable();
+}
+
+void
 ReportMemoryTableReadOnly(bool new_key)
 {
 	ereport(ERROR,

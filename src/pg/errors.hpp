@@ -73,6 +73,11 @@ enum class CallForm {
  * another limit. */
 [[noreturn]] void ReportMemoryUnavailable();
 [[noreturn]] void ReportMemoryFull(int capacity);
+/* 54000 when a memory bucket is held by more open records than it counts
+ * (2^32 - 1); 53400 when a memory bucket is judged by a limit that finds
+ * no entry free in the engine's limits. */
+[[noreturn]] void ReportMemoryTooManyHolds();
+[[noreturn]] void ReportMemoryNoLimit();
 [[noreturn]] void ReportMemoryTableReadOnly(bool new_key);
 [[noreturn]] void ReportMemoryPrepare();
 [[noreturn]] void ReportMemoryPolicyPrepare();

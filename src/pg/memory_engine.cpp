@@ -5,7 +5,8 @@
  * storage => 'memory' keep their buckets in shared memory (the table of
  * memory_table.cpp) with escrow accounting, whose arithmetic is the core's
  * (src/core/escrow.hpp).  This file finds a bucket's slot, copies its
- * escrow state in and out of core::Decide under the set's spinlock, and
+ * escrow state in and out of core::Decide under the set's spinlock
+ * (EscrowOf, StoreEscrow), and
  * keeps what the core records in the caller's (sub)transaction
  * (memory_undo.cpp), which finishes it at commit and undoes it at abort.
  *
@@ -20,7 +21,8 @@
  * transaction id is taken.
  *
  * A key the engine has no room for (no slot free or forgettable within its
- * policy's and database's shares, or no room for a long name and key) is
+ * policy's and database's shares, no room for a long name and key, or no
+ * entry for its limit among those new keys may take) is
  * kept in ratelimit.buckets by the table engine instead (on a primary: a
  * standby refuses a grant to it with 53400), and decided there, with the
  * table's locking, while its row is there: it is never in both places.
@@ -34,8 +36,12 @@
  * Locking rules
  * - A call reads the clock and makes room for its undo record before it
  *   takes its set's spinlock, and under it only finds the slot, decides
- *   (core::Decide), claims a slot for a new key and keeps the record;
- *   nothing under it can raise an error or allocate.  A call that misses
+ *   (core::Decide) on a copy of its escrow, stores the copy back, claims a
+ *   slot for a new key (and an entry for its limit) and keeps the record;
+ *   nothing under it can raise an error or allocate.  A bucket held that
+ *   cannot keep what the call decided (no entry for a new limit, or 2^32 - 1
+ *   records open on it) is left as it was, and the call raises its error
+ *   once the spinlock is released.  A call that misses
  *   looks its policy up outside the spinlock, then takes it again.
  * - An overflow is noted (its policy's table_gen and storing, the set's
  *   bit) under the set's spinlock at which the call found no room, and
@@ -92,7 +98,7 @@ KeepIfReplaced(MemoryTable *table, text *name, text *key, const core::Limit &lim
 	Set *s = &table->set[set];
 	SpinLockAcquire(&s->mutex);
 	Slot &slot = s->slots[way];
-	if (slot.used && slot.generation == generation && slot.escrow.limit_epoch == limit_epoch &&
+	if (slot.used && slot.generation == generation && slot.limit_epoch == limit_epoch &&
 	    !slot.kept) {
 		slot.kept = true;
 		slot.kept_by = 0;
@@ -149,7 +155,20 @@ struct SlotStep {
 	bool needs_room; /* the set does not hold the key, the call must store it and found
 	                    no place: nothing stored */
 	bool grants;     /* needs_room, granting or refunding */
+	Stored stored;   /* kNoLimit, kTooManyHolds: the bucket held could not keep what the
+	                    call decided, nothing changed */
 };
+
+/* Raises the error of a call whose bucket could not keep what it decided
+ * (SlotStep.stored), if any. */
+void
+ReportUnstored(Stored stored)
+{
+	if (stored == Stored::kTooManyHolds)
+		ReportMemoryTooManyHolds();
+	if (stored == Stored::kNoLimit)
+		ReportMemoryNoLimit();
+}
 
 /* The policy entry whose keys a call is storing in the table (counted in
  * its `storing`), or -1: given back when the call ends, or fails. */
@@ -190,19 +209,26 @@ StepLocked(MemoryCall &call, bool look_in_table, bool overflows, uint32 *generat
 	}
 	/* A key not held is decided on as never seen, and stored only if the
 	 * call is recorded. */
-	core::EscrowState unseen;
-	core::EscrowState &state = slot != NULL ? slot->escrow : (unseen = core::UnseenEscrow(limit));
+	core::EscrowState state = slot != NULL ? EscrowOf(table, *slot) : core::UnseenEscrow(limit);
 	const core::EscrowStep escrow = core::Decide(state, *call.operation, limit, call.now);
 	step.decision = escrow.decision;
 	if (!escrow.recorded)
 		return step;
 	const core::EscrowRecord &record = escrow.record;
-	if (slot == NULL) {
+	if (slot != NULL) {
+		step.stored = StoreEscrow(table, *slot, state, false);
+		if (step.stored != Stored::kStored)
+			return step;
+	} else {
 		way = ClaimWay(table, set, call.now, static_cast<uint16>(call.policy));
-		/* A long name and key need room in the text pool too. */
+		/* Its limit needs an entry of the limits, and a long name and key
+		 * room in the text pool. */
+		const uint32 pin = way >= 0 ? PinLimit(table, limit, id) : kNoLimit;
 		uint32 text_at = kNoChunk;
-		if (way >= 0 && !ReserveText(table, id.name_bytes + id.key_bytes, &text_at))
+		if (pin == kNoLimit || !ReserveText(table, id.name_bytes + id.key_bytes, &text_at)) {
+			ReleaseLimit(table, pin);
 			way = -1;
+		}
 		if (way < 0) {
 			step.needs_room = true;
 			step.grants = record.takes || record.refunds;
@@ -213,17 +239,14 @@ StepLocked(MemoryCall &call, bool look_in_table, bool overflows, uint32 *generat
 			return step;
 		}
 		slot = &set->slots[way];
-		HoldSlot(table, *slot, MyDatabaseId, static_cast<uint16>(call.policy), id.name_bytes,
-		         id.key_bytes, text_at);
+		HoldSlot(table, *slot, MyDatabaseId, static_cast<uint16>(call.policy), id, text_at);
 		slot->kept = false;
 		slot->kept_by = 0;
 		slot->generation++;
-		slot->hash = id.hash.hash;
-		slot->check = id.hash.check;
-		slot->escrow = unseen;
-		char *text = TextOf(table, id.set, way);
-		memcpy(text, id.name, id.name_bytes);
-		memcpy(text + id.name_bytes, id.key, id.key_bytes);
+		/* The entry pinned is there: this cannot fail. */
+		step.stored = StoreEscrow(table, *slot, state, true);
+		Assert(step.stored == Stored::kStored);
+		ReleaseLimit(table, pin);
 	}
 	if (record.relimits) {
 		slot->kept = false; /* judged under the new definition from now on */
@@ -240,9 +263,9 @@ StepLocked(MemoryCall &call, bool look_in_table, bool overflows, uint32 *generat
 		slot->kept = true;
 		slot->kept_by = mark;
 	}
-	Assert(core::InvariantsHold(slot->escrow));
+	Assert(core::InvariantsHold(state));
 	*generation = slot->generation;
-	*limit_epoch = slot->escrow.limit_epoch;
+	*limit_epoch = slot->limit_epoch;
 	if (judged && !marked)
 		*judged_way = way;
 	PushUndo(table, id.set, way, limit, record);
@@ -278,6 +301,7 @@ PlaceInMemory(void *context, core::Decision *decision)
 	MemoryCall &call = *static_cast<MemoryCall *>(context);
 	call.now = ClockNow();
 	const SlotStep step = Step(call, false, true);
+	ReportUnstored(step.stored);
 	if (step.needs_room)
 		return false;
 	*decision = step.decision;
@@ -305,6 +329,7 @@ DecideMemoryBucket(text *name, text *key, const core::Limit &limit, const Operat
 		call.policy = PolicyOf(table, MyDatabaseId, call.id.name, call.id.name_bytes);
 		step = Step(call, has_table, false);
 	}
+	ReportUnstored(step.stored);
 	if (!step.in_table && !step.needs_room)
 		return step.decision;
 	if (!has_table) {
@@ -413,17 +438,22 @@ ResetMemoryBucket(text *name, text *key)
 	const BucketName id = NameOf(table, name, key);
 	Set *set = &table->set[id.set];
 	bool existed = false;
+	Stored stored = Stored::kStored;
 	SpinLockAcquire(&set->mutex);
 	const int way = FindWay(table, id);
-	if (way >= 0 && !set->slots[way].escrow.absent) {
+	if (way >= 0 && !set->slots[way].absent) {
 		/* Forgotten when this transaction commits. */
 		Slot &slot = set->slots[way];
-		const core::EscrowRecord record = core::RecordReset(slot.escrow);
-		Assert(core::InvariantsHold(slot.escrow));
-		PushUndo(table, id.set, way, slot.escrow.limit, record);
+		core::EscrowState state = EscrowOf(table, slot);
+		const core::EscrowRecord record = core::RecordReset(state);
+		Assert(core::InvariantsHold(state));
+		stored = StoreEscrow(table, slot, state, false);
+		if (stored == Stored::kStored)
+			PushUndo(table, id.set, way, state.limit, record);
 		existed = true;
 	}
 	SpinLockRelease(&set->mutex);
+	ReportUnstored(stored);
 	if (KeysInTable(table, name)) {
 		if (XactReadOnly)
 			ReportMemoryTableReadOnly(false);
@@ -441,10 +471,14 @@ ResetMemoryLimit(text *name)
 	MemoryTable *table = RequireTable();
 	ForEachSlotOf(table, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name), [&](Slot &slot) {
 		/* A bucket an open transaction holds stays, forgotten, until that
-		 * transaction ends; its pending takes still count. */
-		if (core::Forget(slot.escrow))
+		 * transaction ends; its pending takes still count.  Its limits
+		 * stay: storing cannot fail. */
+		core::EscrowState state = EscrowOf(table, slot);
+		if (core::Forget(state))
 			FreeSlot(table, slot);
-		Assert(core::InvariantsHold(slot.escrow));
+		else
+			(void)StoreEscrow(table, slot, state, false);
+		Assert(core::InvariantsHold(state));
 		reset++;
 	});
 	return reset;
@@ -473,9 +507,9 @@ StoredOf(const SlotCopy &copy, TimestampTz now)
 	StoredBucket row;
 	row.name = cstring_to_text_with_len(copy.text, copy.slot.name_bytes);
 	row.key = cstring_to_text_with_len(copy.text + copy.slot.name_bytes, copy.slot.key_bytes);
-	row.bucket = core::Listed(copy.slot.escrow, now);
+	row.bucket = core::Listed(copy.escrow, now);
 	const core::Decision look =
-	    core::Decide(row.bucket, copy.slot.escrow.limit, core::Request::Plain(0.0), now);
+	    core::Decide(row.bucket, copy.escrow.limit, core::Request::Plain(0.0), now);
 	row.full_at = core::FullAtMicros(look, now);
 	return row;
 }
@@ -534,7 +568,7 @@ VisitMemoryBuckets(text *name, BucketVisitor visit, void *context)
 	for (int s = 0; s < table->sets; s++) {
 		const int copied = CopySlots(table, s, name, copies);
 		for (int i = 0; i < copied; i++)
-			if (!copies[i].slot.escrow.absent)
+			if (!copies[i].escrow.absent)
 				AddRow(rows, StoredOf(copies[i], now));
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -563,16 +597,17 @@ PurgeMemoryBuckets(text *name, SweepFilter filter, void *context)
 		const int copied = CopySlots(table, s, name, copies);
 		for (int i = 0; i < copied; i++) {
 			const Slot &copy = copies[i].slot;
-			if (copy.escrow.holds > 0 || core::Remembered(copy.escrow))
+			const core::EscrowState &escrow = copies[i].escrow;
+			if (escrow.holds > 0 || core::Remembered(escrow))
 				continue;
-			if (!copy.escrow.absent && !filter(StoredOf(copies[i], now), now, context))
+			if (!escrow.absent && !filter(StoredOf(copies[i], now), now, context))
 				continue;
 			SpinLockAcquire(&set->mutex);
 			Slot &slot = set->slots[copies[i].way];
-			if (slot.used && slot.escrow.holds == 0 && slot.generation == copy.generation &&
-			    slot.escrow.version == copy.escrow.version) {
+			if (slot.used && slot.holds == 0 && slot.generation == copy.generation &&
+			    slot.version == copy.version) {
 				FreeSlot(table, slot);
-				purged += !copy.escrow.absent;
+				purged += !escrow.absent;
 			}
 			SpinLockRelease(&set->mutex);
 		}

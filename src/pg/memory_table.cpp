@@ -5,13 +5,32 @@
  * sets of kWays slots.  A bucket lives in the set its hash of (database,
  * name, key) picks, under a seed drawn when the table is created (or the
  * one saved at a clean shutdown, for a table of as many sets), in any of
- * that set's slots.  A lookup recognises a bucket by its database, the
- * lengths of its name and key and a 128-bit hash of them under that seed:
- * it reads only the set's slot headers, which lie together.  Names and keys
- * are kept in the slot itself when short, else in a pool of text shared by
- * the whole table (one 64-byte chunk for each place), for the listing and
- * the save file; a key whose name and key find no room there is kept in
- * the table instead, as one that finds no slot is.  The table's size is ratelimit.memory_buckets,
+ * that set's slots (120 bytes each).  A lookup recognises a bucket by its
+ * database, the lengths of its name and key, and its name and key: kept in
+ * the slot itself when they fit in 32 bytes together, else in a pool of
+ * text shared by the whole table (a 64-byte chunk for every 16 places, room
+ * for two of the longest at least), their 128-bit hash under that seed
+ * kept in the slot and compared first.  A key whose name and key find no
+ * room there is kept in the table instead, as one that finds no slot is.
+ *
+ * A slot names the limits it is judged by (its escrow's limit and, while
+ * prior_holds > 0, prior limit) by number, in the table's limits: each
+ * distinct limit kept once (the phase of a key's own fixed windows left
+ * out, as PolicyLimit draws it from the name and key), counted by the
+ * slots that name it, freed when none does.  The engine copies a slot's
+ * escrow into a core::EscrowState (EscrowOf) and back (StoreEscrow) under
+ * the set's spinlock: the core works on that value.  The limits have one
+ * entry for every 64 places (1,024 to 32,767), in chains by hash.  A new
+ * key whose limit has no entry takes one only while fewer than half are
+ * in use; otherwise it is kept in the table, as one that finds no slot is.
+ * The other half is kept for the buckets already held, which a call under
+ * a new limit (a redefinition) judges again: the new entry is counted, and
+ * the old one freed when no other slot names it.  Only distinct limits
+ * that redefinitions bring to buckets already held, while older ones stay
+ * named, beyond that half, leave a call with no entry: it fails with
+ * 53400 and changes nothing.
+ *
+ * The table's size is ratelimit.memory_buckets,
  * set when the server starts (the library in shared_preload_libraries);
  * without preloading, from PostgreSQL 17, a named DSM segment of the
  * default size, created on first use (shmem.cpp).
@@ -22,10 +41,22 @@
  *   can raise an error or allocate runs under it.  FindWay, ClaimWay and
  *   ForEachSlotOf's visits run under it; CopySlots takes it itself.
  * - The redefinitions have a spinlock of their own (memory_undo.cpp), and so
- *   does the text pool, which a set's spinlock may be held around, never
- *   the other way round.  The pool gives out blocks of whole chunks: a
- *   block given back goes to a free list of blocks of its size, and a
- *   block is taken from that list, else from the chunks never given out.
+ *   do the text pool and the limits, which a set's spinlock may be held
+ *   around, never the other way round.  The pool gives out blocks of whole
+ *   chunks: a block given back goes to a free list of blocks of its size,
+ *   and a block is taken from that list, else from the chunks never given
+ *   out.
+ * - A limit's entry is written, and its chain changed, under the limits'
+ *   spinlock, and only while no slot names it (refs 0); a slot's numbers
+ *   change under its set's spinlock, which its readers hold: the entries a
+ *   slot names do not change while they read them.  StoreEscrow takes the
+ *   entries a slot will name before it gives back those it named, so a
+ *   store that finds none leaves the slot as it was (at most two entries
+ *   in flight a set).
+ * - A slot counts its escrow's holds, prior_holds, provisional and resets
+ *   in 32 bits: StoreEscrow refuses a state held by more than 2^32 - 1
+ *   records (the call fails with 54000, nothing changed); the others are
+ *   no more than holds.
  * - A slot some open transaction holds (its escrow's holds > 0) is never
  *   evicted or freed, so every undo record finds its slot.  generation
  *   changes whenever a slot gets another bucket; the escrow's version
@@ -61,6 +92,7 @@ extern "C" {
 #include "storage/fd.h"
 }
 
+#include "pg/bucket_keys.hpp"
 #include "pg/shmem.hpp"
 
 namespace ratelimit::pg::memory {
@@ -108,13 +140,47 @@ SetsFor(int capacity)
 	return (capacity + kWays - 1) / kWays;
 }
 
+/* The layout of a table of `capacity` places: the sets, then the limits
+ * and their chains' heads, then the text pool. */
+struct Layout {
+	int sets;
+	uint32 limits; /* entries, the unused 0th included */
+	uint32 heads;
+	uint32 chunks;
+	Size limits_at;
+	Size heads_at;
+	Size texts;
+	Size size;
+};
+
+/* The limits: one entry for every 64 places, 1,024 at least, kMaxLimits at
+ * most (see the file header); twice as many chains as entries.  The text
+ * pool: a chunk for every kPlacesPerChunk places, room for two of the
+ * longest names and keys at least. */
+Layout
+LayoutFor(int capacity)
+{
+	Layout layout;
+	layout.sets = SetsFor(capacity);
+	const uint32 places = static_cast<uint32>(layout.sets) * kWays;
+	layout.limits = Min(Max(places / 64, 1024u), static_cast<uint32>(kMaxLimits)) + 1;
+	layout.heads = 1;
+	while (layout.heads < 2 * layout.limits)
+		layout.heads *= 2;
+	layout.chunks = Max(places / kPlacesPerChunk, static_cast<uint32>(2 * kMaxChunks));
+	layout.limits_at =
+	    MAXALIGN(add_size(offsetof(MemoryTable, set), mul_size(layout.sets, sizeof(Set))));
+	layout.heads_at =
+	    MAXALIGN(add_size(layout.limits_at, mul_size(layout.limits, sizeof(LimitEntry))));
+	layout.texts = MAXALIGN(add_size(layout.heads_at, mul_size(layout.heads, sizeof(uint16))));
+	layout.size = add_size(layout.texts, mul_size(layout.chunks, kChunkBytes));
+	return layout;
+}
+
 Size
 TableSize(int capacity)
 {
-	const Size sets = SetsFor(capacity);
-	const Size headers =
-	    MAXALIGN(add_size(offsetof(MemoryTable, set), mul_size(sets, sizeof(Set))));
-	return add_size(headers, mul_size(mul_size(sets, kWays), kChunkBytes));
+	return LayoutFor(capacity).size;
 }
 
 Size
@@ -139,15 +205,25 @@ void
 InitTable(void *memory)
 {
 	MemoryTable *table = static_cast<MemoryTable *>(memory);
-	table->sets = SetsFor(memory_buckets);
+	const Layout layout = LayoutFor(memory_buckets);
+	table->sets = layout.sets;
 	table->capacity = table->sets * kWays;
-	table->texts =
-	    MAXALIGN(add_size(offsetof(MemoryTable, set), mul_size(table->sets, sizeof(Set))));
+	table->texts = layout.texts;
 	SpinLockInit(&table->text_mutex);
-	table->chunks = static_cast<uint32>(table->capacity);
+	table->chunks = layout.chunks;
 	table->next_chunk = 0;
 	for (uint32 &block : table->free_blocks)
 		block = kNoChunk;
+	table->limits_at = layout.limits_at;
+	table->limit_heads_at = layout.heads_at;
+	SpinLockInit(&table->limits_mutex);
+	table->limit_count = layout.limits;
+	table->limit_heads = layout.heads;
+	table->limits_used = 0;
+	table->limits_for_new = (layout.limits - 1) / 2;
+	table->next_limit = 1;
+	table->free_limit = 0;
+	memset(reinterpret_cast<char *>(table) + layout.heads_at, 0, layout.heads * sizeof(uint16));
 	if (!pg_strong_random(&table->seed, sizeof(table->seed)))
 		table->seed = static_cast<uint64>(GetCurrentTimestamp()) ^ static_cast<uint64>(MyProcPid);
 	pg_atomic_init_u64(&table->marks, 0);
@@ -186,11 +262,195 @@ SlotHash(uint64 seed, Oid database, const char *name, int name_bytes, const char
 	                         name_bytes, key, key_bytes)};
 }
 
+/* --- the limits ------------------------------------------------------- */
+
+LimitEntry *
+LimitsOf(MemoryTable *table)
+{
+	return reinterpret_cast<LimitEntry *>(reinterpret_cast<char *>(table) + table->limits_at);
+}
+
+uint16 *
+LimitHeadsOf(MemoryTable *table)
+{
+	return reinterpret_cast<uint16 *>(reinterpret_cast<char *>(table) + table->limit_heads_at);
+}
+
+/* Where the fixed windows of `window_us` of bucket (name, key) start when
+ * its policy gives no start: PolicyLimit's hash of the name and key. */
+int64
+KeyPhase(const char *name, int name_bytes, const char *key, int key_bytes, int64 window_us)
+{
+	const uint64 hash =
+	    hash_bytes_extended(reinterpret_cast<const unsigned char *>(name), name_bytes, kWindowSeed);
+	const uint64 keyed =
+	    hash_bytes_extended(reinterpret_cast<const unsigned char *>(key), key_bytes, hash);
+	return static_cast<int64>(keyed % static_cast<uint64>(window_us));
+}
+
+/* A limit as an entry keeps it: its every field, the phase of fixed
+ * windows left out when it is the key's own. */
+struct LimitImage {
+	uint64 words[8];
+};
+
+LimitImage
+ImageOf(const core::Limit &limit, bool key_phase)
+{
+	LimitImage image{};
+	memcpy(&image.words[0], &limit.rate, sizeof(double));
+	memcpy(&image.words[1], &limit.burst, sizeof(double));
+	memcpy(&image.words[2], &limit.window_us, sizeof(int64));
+	if (!key_phase)
+		memcpy(&image.words[3], &limit.phase_us, sizeof(int64));
+	memcpy(&image.words[4], &limit.floor_rate, sizeof(double));
+	memcpy(&image.words[5], &limit.penalty_us, sizeof(int64));
+	image.words[6] = (limit.has_initial ? 1 : 0) | (key_phase ? 2 : 0);
+	memcpy(&image.words[7], &limit.initial, sizeof(double));
+	return image;
+}
+
+bool
+SameImage(const LimitImage &a, const LimitImage &b)
+{
+	return memcmp(a.words, b.words, sizeof(a.words)) == 0;
+}
+
+/* The name and key of a bucket, for the phase of its fixed windows. */
+struct KeyText {
+	const char *name;
+	int name_bytes;
+	const char *key;
+	int key_bytes;
+};
+
+/* `limit` as an entry for the bucket of `key` keeps it. */
+LimitImage
+ImageFor(const core::Limit &limit, const KeyText &key)
+{
+	const bool key_phase =
+	    limit.window_us > 0 && limit.phase_us == KeyPhase(key.name, key.name_bytes, key.key,
+	                                                      key.key_bytes, limit.window_us);
+	return ImageOf(limit, key_phase);
+}
+
+LimitImage
+ImageAt(MemoryTable *table, uint32 id)
+{
+	const LimitEntry &entry = LimitsOf(table)[id];
+	return ImageOf(entry.limit, entry.key_phase);
+}
+
+/* Limit `id` as the bucket of `key` is judged by it. */
+core::Limit
+LimitAt(MemoryTable *table, uint32 id, const KeyText &key)
+{
+	const LimitEntry &entry = LimitsOf(table)[id];
+	core::Limit limit = entry.limit;
+	if (entry.key_phase)
+		limit.phase_us =
+		    KeyPhase(key.name, key.name_bytes, key.key, key.key_bytes, limit.window_us);
+	return limit;
+}
+
+uint32
+ChainOf(MemoryTable *table, const LimitImage &image)
+{
+	return hash_bytes(reinterpret_cast<const unsigned char *>(image.words), sizeof(image.words)) &
+	       (table->limit_heads - 1);
+}
+
+/* The entry of `image`, one more slot naming it: the one that holds it,
+ * else a free one (for a new key, `for_new`, only below limits_for_new);
+ * kNoLimit if none.  Under a set's spinlock. */
+uint32
+AcquireLimit(MemoryTable *table, const LimitImage &image, bool for_new)
+{
+	LimitEntry *limits = LimitsOf(table);
+	uint16 *heads = LimitHeadsOf(table);
+	const uint32 chain = ChainOf(table, image);
+	SpinLockAcquire(&table->limits_mutex);
+	uint32 id = heads[chain];
+	while (id != kNoLimit && !SameImage(ImageAt(table, id), image))
+		id = limits[id].next;
+	if (id == kNoLimit && (!for_new || table->limits_used < table->limits_for_new)) {
+		if (table->free_limit != kNoLimit) {
+			id = table->free_limit;
+			table->free_limit = limits[id].next;
+		} else if (table->next_limit < table->limit_count) {
+			id = table->next_limit++;
+		}
+		if (id != kNoLimit) {
+			LimitEntry &entry = limits[id];
+			memcpy(&entry.limit.rate, &image.words[0], sizeof(double));
+			memcpy(&entry.limit.burst, &image.words[1], sizeof(double));
+			memcpy(&entry.limit.window_us, &image.words[2], sizeof(int64));
+			memcpy(&entry.limit.phase_us, &image.words[3], sizeof(int64));
+			memcpy(&entry.limit.floor_rate, &image.words[4], sizeof(double));
+			memcpy(&entry.limit.penalty_us, &image.words[5], sizeof(int64));
+			entry.limit.has_initial = (image.words[6] & 1) != 0;
+			memcpy(&entry.limit.initial, &image.words[7], sizeof(double));
+			entry.key_phase = (image.words[6] & 2) != 0;
+			entry.refs = 0;
+			entry.next = heads[chain];
+			heads[chain] = static_cast<uint16>(id);
+			table->limits_used++;
+		}
+	}
+	if (id != kNoLimit)
+		limits[id].refs++;
+	SpinLockRelease(&table->limits_mutex);
+	return id;
+}
+
+/* Whether limit `id` is `limit` for the bucket of `key`. */
+bool
+IsLimit(MemoryTable *table, uint32 id, const core::Limit &limit, const KeyText &key)
+{
+	return id != kNoLimit && SameImage(ImageAt(table, id), ImageFor(limit, key));
+}
+
+/* The name and key of `slot`. */
+KeyText
+KeyTextOf(MemoryTable *table, Slot &slot)
+{
+	const char *text = TextOf(table, slot);
+	return KeyText{text, static_cast<int>(slot.name_bytes), text + slot.name_bytes,
+	               static_cast<int>(slot.key_bytes)};
+}
+
+/* --- the text pool ------------------------------------------------------ */
+
+void
+ReleaseText(MemoryTable *table, int bytes, uint32 text_at)
+{
+	if (bytes <= kInlineBytes)
+		return;
+	const uint32 size = static_cast<uint32>((bytes + kChunkBytes - 1) / kChunkBytes);
+	SpinLockAcquire(&table->text_mutex);
+	memcpy(ChunkAt(table, text_at), &table->free_blocks[size], sizeof(uint32));
+	table->free_blocks[size] = text_at;
+	SpinLockRelease(&table->text_mutex);
+}
+
+/* The long text's place of `slot`, whose name and key do not fit in it. */
+LongText
+LongTextOf(const Slot &slot)
+{
+	LongText place;
+	memcpy(&place, slot.text, sizeof(place));
+	return place;
+}
+
 /* Whether `slot` may be given to another bucket at `now`. */
 bool
-Evictable(const Slot &slot, TimestampTz now)
+Evictable(MemoryTable *table, Slot &slot, TimestampTz now)
 {
-	return !slot.used || core::Forgettable(slot.escrow, slot.kept, now);
+	if (!slot.used)
+		return true;
+	if (slot.holds > 0)
+		return false;
+	return core::Forgettable(EscrowOf(table, slot), slot.kept, now);
 }
 
 /* --- saving at a clean shutdown, loading at start ------------------------ */
@@ -251,19 +511,20 @@ static_assert(kSave5HeaderBytes == 24, "the header of the format before is 24 by
 
 /* The saved form of `slot`'s bucket. */
 SavedBucket
-SavedOf(const Slot &slot)
+SavedOf(MemoryTable *table, Slot &slot)
 {
-	const core::Limit &limit = slot.escrow.limit;
+	const core::EscrowState escrow = EscrowOf(table, slot);
+	const core::Limit &limit = escrow.limit;
 	SavedBucket saved{};
 	saved.database = slot.database;
 	saved.name_bytes = slot.name_bytes;
 	saved.key_bytes = slot.key_bytes;
-	saved.remembers = core::Remembered(slot.escrow);
+	saved.remembers = core::Remembered(escrow);
 	saved.kept = slot.kept;
 	saved.start_tokens = core::StartTokens(limit);
 	saved.limit = SavedLimit{limit.rate,     limit.burst,      limit.window_us,
 	                         limit.phase_us, limit.floor_rate, limit.penalty_us};
-	saved.bucket = slot.escrow.bucket;
+	saved.bucket = escrow.bucket;
 	return saved;
 }
 
@@ -283,9 +544,9 @@ LimitOf(const SavedBucket &saved)
 
 /* Whether forgetting `slot` would change an answer. */
 bool
-WorthSaving(const Slot &slot, TimestampTz now)
+WorthSaving(MemoryTable *table, Slot &slot, TimestampTz now)
 {
-	return slot.used && !slot.escrow.absent && !Evictable(slot, now);
+	return slot.used && !slot.absent && !Evictable(table, slot, now);
 }
 
 /* Whether the server's last shutdown was clean: the control file says so
@@ -315,7 +576,7 @@ SaveBuckets(int code, Datum)
 	SavedHeader header{kSaveMagic, sizeof(SavedBucket), 0, table->sets, table->seed, 0, 0};
 	for (int s = 0; s < table->sets; s++)
 		for (int w = 0; w < kWays; w++)
-			header.count += WorthSaving(table->set[s].slots[w], now);
+			header.count += WorthSaving(table, table->set[s].slots[w], now);
 	for (PolicyEntry &entry : table->policies)
 		header.policies += PolicyInTable(entry);
 	pg_crc32c crc;
@@ -326,11 +587,11 @@ SaveBuckets(int code, Datum)
 	          fwrite(&header, sizeof(header), 1, file) == 1;
 	for (int s = 0; ok && s < table->sets; s++)
 		for (int w = 0; ok && w < kWays; w++) {
-			const Slot &slot = table->set[s].slots[w];
-			if (!WorthSaving(slot, now))
+			Slot &slot = table->set[s].slots[w];
+			if (!WorthSaving(table, slot, now))
 				continue;
-			const SavedBucket saved = SavedOf(slot);
-			const char *text = TextOf(table, s, w);
+			const SavedBucket saved = SavedOf(table, slot);
+			const char *text = TextOf(table, slot);
 			const size_t bytes = slot.name_bytes + slot.key_bytes;
 			COMP_CRC32C(crc, &saved, sizeof(saved));
 			COMP_CRC32C(crc, text, bytes);
@@ -437,19 +698,27 @@ LoadSavedBuckets(MemoryTable *table)
 				way = w;
 		if (way < 0)
 			continue; /* a smaller table than before: no room */
+		const BucketName id{text, saved.name_bytes, text + saved.name_bytes, saved.key_bytes, hash,
+		                    s};
+		const core::Limit limit = LimitOf(saved);
+		const uint32 pin = PinLimit(table, limit, id);
+		if (pin == kNoLimit)
+			continue; /* no room for its limit */
 		uint32 text_at;
-		if (!ReserveText(table, saved.name_bytes + saved.key_bytes, &text_at))
+		if (!ReserveText(table, saved.name_bytes + saved.key_bytes, &text_at)) {
+			ReleaseLimit(table, pin);
 			continue; /* no room for its name and key */
+		}
 		Slot &slot = table->set[s].slots[way];
 		HoldSlot(table, slot, saved.database,
-		         PolicyOf(table, saved.database, text, saved.name_bytes), saved.name_bytes,
-		         saved.key_bytes, text_at);
+		         PolicyOf(table, saved.database, text, saved.name_bytes), id, text_at);
 		slot.kept = saved.kept;
 		slot.kept_by = 0;
-		slot.hash = hash.hash;
-		slot.check = hash.check;
-		slot.escrow = core::SettledEscrow(saved.bucket, LimitOf(saved));
-		memcpy(TextOf(table, s, way), text, saved.name_bytes + saved.key_bytes);
+		const Stored stored =
+		    StoreEscrow(table, slot, core::SettledEscrow(saved.bucket, limit), true);
+		Assert(stored == Stored::kStored);
+		(void)stored;
+		ReleaseLimit(table, pin);
 		loaded++;
 	}
 	/* The policies whose keys may be in the table: looked for there
@@ -525,8 +794,9 @@ DefineMemoryTable()
 {
 	DefineCustomIntVariable(
 	    "ratelimit.memory_buckets", "How many buckets the memory engine holds.",
-	    "Each takes about 370 bytes of shared memory.  A key may use one of 16 places picked by "
-	    "its hash.  Without shared_preload_libraries (PostgreSQL 17 and later), 10000.",
+	    "Each takes about 127 bytes of shared memory from a million on, more below.  A key may "
+	    "use one of 16 places picked by its hash.  Without shared_preload_libraries (PostgreSQL "
+	    "17 and later), 10000.",
 	    &memory_buckets, 10000, kWays, 10000000, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	RequestSharedSegment(&segment);
 }
@@ -544,12 +814,108 @@ DefineMemoryShare()
 }
 
 char *
-TextOf(MemoryTable *table, int set, int way)
+TextOf(MemoryTable *table, Slot &slot)
 {
-	Slot &slot = table->set[set].slots[way];
 	if (slot.name_bytes + slot.key_bytes <= kInlineBytes)
-		return slot.inline_text;
-	return ChunkAt(table, slot.text_at);
+		return slot.text;
+	return ChunkAt(table, LongTextOf(slot).text_at);
+}
+
+core::EscrowState
+EscrowOf(MemoryTable *table, Slot &slot)
+{
+	const KeyText key = KeyTextOf(table, slot);
+	core::EscrowState state{};
+	state.bucket = slot.bucket;
+	state.pending = slot.pending;
+	state.limit = LimitAt(table, slot.limit, key);
+	state.prior_limit = slot.prior_holds > 0 ? LimitAt(table, slot.prior_limit, key) : state.limit;
+	state.holds = slot.holds;
+	state.prior_holds = slot.prior_holds;
+	state.provisional = slot.provisional;
+	state.version = slot.version;
+	state.commits = slot.commits;
+	state.limit_epoch = slot.limit_epoch;
+	state.absent = slot.absent;
+	state.unsettled = slot.unsettled;
+	state.resets = slot.resets;
+	return state;
+}
+
+Stored
+StoreEscrow(MemoryTable *table, Slot &slot, const core::EscrowState &state, bool for_new)
+{
+	/* prior_holds, provisional and resets are no more than holds. */
+	Assert(core::InvariantsHold(state));
+	if (state.holds > static_cast<std::int64_t>(PG_UINT32_MAX))
+		return Stored::kTooManyHolds;
+	const KeyText key = KeyTextOf(table, slot);
+	/* The entries it names from now on, each taken before the ones it
+	 * named are given back. */
+	uint32 limit = slot.limit;
+	if (!IsLimit(table, limit, state.limit, key)) {
+		limit = AcquireLimit(table, ImageFor(state.limit, key), for_new);
+		if (limit == kNoLimit)
+			return Stored::kNoLimit;
+	}
+	uint32 prior = kNoLimit;
+	if (state.prior_holds > 0) {
+		prior = slot.prior_limit;
+		if (!IsLimit(table, prior, state.prior_limit, key)) {
+			prior = AcquireLimit(table, ImageFor(state.prior_limit, key), for_new);
+			if (prior == kNoLimit) {
+				if (limit != slot.limit)
+					ReleaseLimit(table, limit);
+				return Stored::kNoLimit;
+			}
+		}
+	}
+	if (limit != slot.limit)
+		ReleaseLimit(table, slot.limit);
+	if (prior != slot.prior_limit)
+		ReleaseLimit(table, slot.prior_limit);
+	slot.limit = limit;
+	slot.prior_limit = prior;
+	slot.bucket = state.bucket;
+	slot.pending = state.pending;
+	slot.holds = static_cast<uint32>(state.holds);
+	slot.prior_holds = static_cast<uint32>(state.prior_holds);
+	slot.provisional = static_cast<uint32>(state.provisional);
+	slot.version = state.version;
+	slot.commits = state.commits;
+	slot.limit_epoch = state.limit_epoch;
+	slot.absent = state.absent;
+	slot.unsettled = state.unsettled;
+	slot.resets = state.resets;
+	return Stored::kStored;
+}
+
+uint32
+PinLimit(MemoryTable *table, const core::Limit &limit, const BucketName &id)
+{
+	const KeyText key{id.name, id.name_bytes, id.key, id.key_bytes};
+	return AcquireLimit(table, ImageFor(limit, key), true);
+}
+
+void
+ReleaseLimit(MemoryTable *table, uint32 id)
+{
+	if (id == kNoLimit)
+		return;
+	LimitEntry *limits = LimitsOf(table);
+	SpinLockAcquire(&table->limits_mutex);
+	LimitEntry &entry = limits[id];
+	if (--entry.refs == 0) {
+		/* Out of its chain, onto the free list. */
+		uint16 *link = &LimitHeadsOf(table)[ChainOf(table, ImageAt(table, id))];
+		while (*link != id)
+			link = &limits[*link].next;
+		*link = entry.next;
+		entry.next = table->free_limit;
+		table->free_limit = static_cast<uint16>(id);
+		table->limits_used--;
+	}
+	SpinLockRelease(&table->limits_mutex);
 }
 
 bool
@@ -572,18 +938,6 @@ ReserveText(MemoryTable *table, int bytes, uint32 *text_at)
 	return block != kNoChunk;
 }
 
-void
-ReleaseText(MemoryTable *table, int bytes, uint32 text_at)
-{
-	if (bytes <= kInlineBytes)
-		return;
-	const uint32 size = static_cast<uint32>((bytes + kChunkBytes - 1) / kChunkBytes);
-	SpinLockAcquire(&table->text_mutex);
-	memcpy(ChunkAt(table, text_at), &table->free_blocks[size], sizeof(uint32));
-	table->free_blocks[size] = text_at;
-	SpinLockRelease(&table->text_mutex);
-}
-
 BucketName
 NameOf(MemoryTable *table, text *name, text *key)
 {
@@ -601,11 +955,22 @@ int
 FindWay(MemoryTable *table, const BucketName &id)
 {
 	Set *set = &table->set[id.set];
+	const bool fits = id.name_bytes + id.key_bytes <= kInlineBytes;
 	for (int w = 0; w < kWays; w++) {
-		const Slot &slot = set->slots[w];
-		if (slot.used && slot.hash == id.hash.hash && slot.check == id.hash.check &&
-		    slot.database == MyDatabaseId && slot.name_bytes == id.name_bytes &&
-		    slot.key_bytes == id.key_bytes)
+		Slot &slot = set->slots[w];
+		if (!slot.used || slot.database != MyDatabaseId ||
+		    static_cast<int>(slot.name_bytes) != id.name_bytes ||
+		    static_cast<int>(slot.key_bytes) != id.key_bytes)
+			continue;
+		const char *text = slot.text;
+		if (!fits) {
+			const LongText place = LongTextOf(slot);
+			if (place.hash != id.hash.hash || place.check != id.hash.check)
+				continue;
+			text = ChunkAt(table, place.text_at);
+		}
+		if (memcmp(text + id.name_bytes, id.key, id.key_bytes) == 0 &&
+		    memcmp(text, id.name, id.name_bytes) == 0)
 			return w;
 	}
 	return -1;
@@ -723,8 +1088,8 @@ ClaimWay(MemoryTable *table, Set *set, TimestampTz now, uint16 policy)
 			if (!set->slots[w].used)
 				return w;
 	for (int w = 0; w < kWays; w++) {
-		const Slot &slot = set->slots[w];
-		if (!slot.used || !Evictable(slot, now))
+		Slot &slot = set->slots[w];
+		if (!slot.used || !Evictable(table, slot, now))
 			continue;
 		const bool same_database = slot.database == MyDatabaseId;
 		const bool same_policy = same_database && slot.policy == policy;
@@ -735,18 +1100,28 @@ ClaimWay(MemoryTable *table, Set *set, TimestampTz now, uint16 policy)
 }
 
 void
-HoldSlot(MemoryTable *table, Slot &slot, Oid database, uint16 policy, int name_bytes, int key_bytes,
+HoldSlot(MemoryTable *table, Slot &slot, Oid database, uint16 policy, const BucketName &id,
          uint32 text_at)
 {
 	if (slot.used)
 		pg_atomic_fetch_add_u64(&table->policies[slot.policy].evictions, 1);
 	FreeSlot(table, slot);
+	const uint32 generation = slot.generation;
+	slot = Slot{};
+	slot.generation = generation;
 	slot.used = true;
 	slot.database = database;
 	slot.policy = policy;
-	slot.name_bytes = name_bytes;
-	slot.key_bytes = key_bytes;
-	slot.text_at = text_at;
+	slot.name_bytes = static_cast<uint32>(id.name_bytes);
+	slot.key_bytes = static_cast<uint32>(id.key_bytes);
+	char *text = slot.text;
+	if (id.name_bytes + id.key_bytes > kInlineBytes) {
+		const LongText place{text_at, 0, id.hash.hash, id.hash.check};
+		memcpy(slot.text, &place, sizeof(place));
+		text = ChunkAt(table, text_at);
+	}
+	memcpy(text, id.name, id.name_bytes);
+	memcpy(text + id.name_bytes, id.key, id.key_bytes);
 	pg_atomic_fetch_add_u64(&table->policies[policy].buckets, 1);
 }
 
@@ -756,7 +1131,13 @@ FreeSlot(MemoryTable *table, Slot &slot)
 	if (!slot.used)
 		return;
 	pg_atomic_fetch_sub_u64(&table->policies[slot.policy].buckets, 1);
-	ReleaseText(table, slot.name_bytes + slot.key_bytes, slot.text_at);
+	const int bytes = slot.name_bytes + slot.key_bytes;
+	if (bytes > kInlineBytes)
+		ReleaseText(table, bytes, LongTextOf(slot).text_at);
+	ReleaseLimit(table, slot.limit);
+	ReleaseLimit(table, slot.prior_limit);
+	slot.limit = kNoLimit;
+	slot.prior_limit = kNoLimit;
 	slot.used = false;
 }
 
@@ -792,15 +1173,16 @@ CopySlots(MemoryTable *table, int s, text *name, SlotCopy *copies)
 	int count = 0;
 	SpinLockAcquire(&set->mutex);
 	for (int w = 0; w < kWays; w++) {
-		const Slot &slot = set->slots[w];
+		Slot &slot = set->slots[w];
 		if (!slot.used || slot.database != MyDatabaseId)
 			continue;
-		const char *text = TextOf(table, s, w);
-		if (name != NULL &&
-		    (slot.name_bytes != name_bytes || memcmp(text, name_data, name_bytes) != 0))
+		const char *text = TextOf(table, slot);
+		if (name != NULL && (static_cast<int>(slot.name_bytes) != name_bytes ||
+		                     memcmp(text, name_data, name_bytes) != 0))
 			continue;
 		copies[count].way = w;
 		copies[count].slot = slot;
+		copies[count].escrow = EscrowOf(table, slot);
 		memcpy(copies[count].text, text, slot.name_bytes + slot.key_bytes);
 		count++;
 	}

@@ -3,11 +3,13 @@
  *
  * The memory engine's table in shared memory, as memory_table.cpp,
  * memory_undo.cpp and memory_engine.cpp share it: sets of kWays slots, each
- * slot a bucket's identity, its policy, its kept mark and its escrow
- * (core::EscrowState); the policies whose buckets it holds, with their
- * counters and whether their keys may be in the table; and the
- * redefinitions open transactions are writing.  Locking rules are in
- * memory_table.cpp's header.
+ * slot a bucket's identity, its policy, its kept mark and its escrow (a
+ * core::EscrowState kept compact: EscrowOf reads it, StoreEscrow writes it,
+ * its limits named by number); the distinct limits the slots name, each
+ * kept once; the policies whose buckets it holds, with their counters and
+ * whether their keys may be in the table; the redefinitions open
+ * transactions are writing; and the text pool of long names and keys.
+ * Locking rules are in memory_table.cpp's header.
  */
 #ifndef RATELIMIT_PG_MEMORY_TABLE_HPP
 #define RATELIMIT_PG_MEMORY_TABLE_HPP
@@ -28,33 +30,78 @@ constexpr int kTextBytes = kMaxNameBytes + kMaxKeyBytes;
 
 /* A name and key this short are kept in the slot itself, and a new key
  * touches no page of the text pool. */
-constexpr int kInlineBytes = 48;
+constexpr int kInlineBytes = 32;
 
 /* Longer ones are kept in the table's text pool, each in a block of whole
- * chunks; the pool has one chunk for each place. */
+ * chunks; the pool has one chunk for every kPlacesPerChunk places, and
+ * room for two names and keys of the greatest length at least. */
 constexpr int kChunkBytes = 64;
+constexpr int kPlacesPerChunk = 16;
 constexpr int kMaxChunks = (kTextBytes + kChunkBytes - 1) / kChunkBytes;
 constexpr uint32 kNoChunk = PG_UINT32_MAX;
 
+/* What the inline bytes of a slot whose name and key are longer hold: the
+ * first chunk of their block, and their 128-bit hash under the table's
+ * seed (compared before the text). */
+struct LongText {
+	uint32 text_at;
+	uint32 reserved;
+	uint64 hash;
+	uint64 check;
+};
+
+static_assert(sizeof(LongText) <= kInlineBytes, "a long text's place fits in a slot");
+
+/* Limits are kept once each in the table's limits (LimitEntry), which a
+ * slot names by number: 1 to kMaxLimits, 0 for none. */
+constexpr int kLimitIdBits = 15;
+constexpr int kMaxLimits = (1 << kLimitIdBits) - 1;
+constexpr uint32 kNoLimit = 0;
+
+/* A bucket: its identity, its policy, its kept mark and its escrow
+ * (core::EscrowState, as EscrowOf reads and StoreEscrow writes it: the
+ * limits by number, the counters of open records in 32 bits, which
+ * StoreEscrow enforces).  120 bytes. */
 struct Slot {
-	/* What a lookup reads, together. */
-	bool used;
-	bool kept;     /* its policy was written since a call last judged it: not evicted
-	                  (nor left unsaved) until a call under another limit does */
-	uint16 policy; /* its entry in the table's policies */
+	core::Bucket bucket; /* as committed (see absent and unsettled) */
+	double pending;      /* costs of takes not yet committed */
+	uint64 version;      /* changes whenever the committed state does */
+	uint64 kept_by;      /* the mark (KeptMark) that set `kept`, taken back if its writer
+	                        aborts */
+	uint64 policy : 10;  /* its entry in the table's policies */
+	uint64 used : 1;
+	uint64 kept : 1;      /* its policy was written since a call last judged it: not evicted
+	                         (nor left unsaved) until a call under another limit does */
+	uint64 absent : 1;    /* core::EscrowState's */
+	uint64 unsettled : 1; /* core::EscrowState's */
+	uint64 name_bytes : 9;
+	uint64 key_bytes : 11;
+	uint64 limit : kLimitIdBits;       /* the limit of its last recorded call */
+	uint64 prior_limit : kLimitIdBits; /* the limit before, while prior_holds > 0, else 0 */
 	uint32 generation;
-	uint64 hash;  /* picks the set */
-	uint64 check; /* a second, independent hash: with `hash`, the key's identity */
 	Oid database;
-	int name_bytes;
-	int key_bytes;
-	uint32 text_at; /* the first chunk of its name and key in the text pool, if they do not
-	                   fit inline */
-	uint64 kept_by; /* the mark (KeptMark) that set `kept`, taken back if its writer
-	                   aborts */
-	core::EscrowState escrow;       /* the bucket, what is pending on it, the limits it is judged
-	                                   by, and the counters of open transactions' records */
-	char inline_text[kInlineBytes]; /* the name, then the key, if they fit */
+	uint32 holds; /* core::EscrowState's counters */
+	uint32 prior_holds;
+	uint32 provisional;
+	uint32 resets;
+	uint32 commits;
+	uint32 limit_epoch;
+	char text[kInlineBytes]; /* the name, then the key, if they fit; else a LongText */
+};
+
+static_assert(sizeof(Slot) == 120, "a slot takes 120 bytes");
+static_assert(kMaxNameBytes < (1 << 9) && kMaxKeyBytes < (1 << 11), "lengths fit a slot");
+
+/* A distinct limit that slots name (`refs` of them, counting each slot's
+ * limit and prior limit), or a free entry (refs 0).  Written only while
+ * no slot names it, under the limits' spinlock; read under the spinlock
+ * of the set of a slot that names it. */
+struct LimitEntry {
+	core::Limit limit; /* phase_us 0 if key_phase */
+	uint32 refs;
+	uint16 next;    /* the next entry of its hash chain, or of the free list (0: none) */
+	bool key_phase; /* the phase of fixed windows is the key's own (PolicyLimit's hash of
+	                   the name and key) */
 };
 
 struct Set {
@@ -82,6 +129,7 @@ struct Redefinition {
  * claimed once, never moved (named_entries.hpp).  Policies beyond the
  * table's entries share its last one, kOtherPolicies. */
 constexpr int kPolicyEntries = 1024;
+static_assert(kPolicyEntries <= 1024, "a slot names its policy in 10 bits");
 constexpr uint16 kOtherPolicies = kPolicyEntries - 1;
 
 struct PolicyEntry {
@@ -118,6 +166,16 @@ struct MemoryTable {
 	uint32 next_chunk;                  /* the chunks from here on were never given out */
 	uint32 free_blocks[kMaxChunks + 1]; /* blocks given back, by their size in chunks, each
 	                                        naming the next (kNoChunk: none) */
+	Size limits_at;                     /* offset of the limits (entry 0 unused) */
+	Size limit_heads_at;                /* offset of their hash chains' heads (uint16) */
+	slock_t limits_mutex;               /* over the limits' refs, chains and what follows */
+	uint32 limit_count;                 /* entries, the unused 0th included */
+	uint32 limit_heads;                 /* chains: a power of 2 */
+	uint32 limits_used;                 /* entries named by a slot */
+	uint32 limits_for_new;              /* the most a new key may bring the entries used to: the
+	                                       others are kept for the buckets held */
+	uint32 next_limit;                  /* the entries from here on were never given out */
+	uint16 free_limit;                  /* entries given back, each naming the next (0: none) */
 	Set set[FLEXIBLE_ARRAY_MEMBER];
 };
 
@@ -159,7 +217,8 @@ struct BucketName {
 /* The identity of bucket (name, key) of this database in `table`. */
 BucketName NameOf(MemoryTable *table, text *name, text *key);
 
-/* The way of bucket `id` in its set, or -1.  Under the set's spinlock. */
+/* The way of bucket `id` in its set, or -1: the slot of its database, name
+ * and key.  Under the set's spinlock. */
 int FindWay(MemoryTable *table, const BucketName &id);
 
 /* The entry of policy `name` (`name_bytes` long) of `database`, claimed if
@@ -194,29 +253,45 @@ void ForgetOverflows(MemoryTable *table, uint16 policy, uint64 seen);
  * (ratelimit.memory_share); -1 if none.  Under the set's spinlock. */
 int ClaimWay(MemoryTable *table, Set *set, TimestampTz now, uint16 policy);
 
-/* `slot` holds a bucket of `policy` of `database`, whose name and key
- * (`name_bytes` and `key_bytes` long) are kept at `text_at` (ReserveText
- * for their sum), from now on (the
+/* `slot` holds bucket `id` (of `database`, of `policy`), whose name and
+ * key are kept at `text_at` (ReserveText for their sum), from now on (the
  * bucket it held, if any, is gone, counted as its policy's eviction): used,
- * counted with its policy.  Under the set's spinlock (or before any
- * backend exists). */
-void HoldSlot(MemoryTable *table, Slot &slot, Oid database, uint16 policy, int name_bytes,
-              int key_bytes, uint32 text_at);
+ * counted with its policy, its name and key written, its escrow that of a
+ * key never seen under no limit (StoreEscrow gives it one).  Under the
+ * set's spinlock (or before any backend exists). */
+void HoldSlot(MemoryTable *table, Slot &slot, Oid database, uint16 policy, const BucketName &id,
+              uint32 text_at);
 
-/* Frees `slot` and its text, no longer counted with its policy.  Under the
- * set's spinlock. */
+/* Frees `slot`, its text and its limits, no longer counted with its
+ * policy.  Under the set's spinlock. */
 void FreeSlot(MemoryTable *table, Slot &slot);
 
-/* Where the name, then the key, of way `way` of set `set` are kept. */
-char *TextOf(MemoryTable *table, int set, int way);
+/* Where the name, then the key, of `slot` are kept. */
+char *TextOf(MemoryTable *table, Slot &slot);
+
+/* The escrow of `slot` (used), its limits read from the table's.  Under the
+ * set's spinlock. */
+core::EscrowState EscrowOf(MemoryTable *table, Slot &slot);
+
+/* Writes `state` into `slot` (used): kStored; or, leaving the slot as it
+ * was, kNoLimit when a limit it is judged by has no entry free (a new key,
+ * `for_new`, finds none beyond limits_for_new: the rest are kept for the
+ * buckets held), kTooManyHolds when it is held by more records than a slot
+ * counts (2^32 - 1).  Under the set's spinlock. */
+enum class Stored { kStored, kNoLimit, kTooManyHolds };
+Stored StoreEscrow(MemoryTable *table, Slot &slot, const core::EscrowState &state, bool for_new);
+
+/* An entry of the limits for `limit` (of bucket `id`), for a new key of
+ * that bucket: one more slot names it until ReleaseLimit; kNoLimit if none
+ * is free below limits_for_new.  Under a set's spinlock. */
+uint32 PinLimit(MemoryTable *table, const core::Limit &limit, const BucketName &id);
+void ReleaseLimit(MemoryTable *table, uint32 limit);
 
 /* Room for a name and key of `bytes` in all: none needed (true) when they
  * fit in a slot, else a block of the text pool, whose first chunk goes to
  * *text_at; false when the pool has no block free for them.  Under a set's
- * spinlock (the pool's is taken inside it).  HoldSlot hands it to a slot,
- * ReleaseText gives it back if it goes to none. */
+ * spinlock (the pool's is taken inside it).  HoldSlot hands it to a slot. */
 bool ReserveText(MemoryTable *table, int bytes, uint32 *text_at);
-void ReleaseText(MemoryTable *table, int bytes, uint32 text_at);
 
 /* Calls visit(slot) for every bucket of limit `name` in this database,
  * under its set's spinlock. */
@@ -229,8 +304,9 @@ ForEachSlotOf(MemoryTable *table, const char *name, int name_bytes, Visit visit)
 		SpinLockAcquire(&set->mutex);
 		for (int w = 0; w < kWays; w++) {
 			Slot &slot = set->slots[w];
-			if (slot.used && !slot.escrow.absent && slot.database == MyDatabaseId &&
-			    slot.name_bytes == name_bytes && memcmp(TextOf(table, s, w), name, name_bytes) == 0)
+			if (slot.used && !slot.absent && slot.database == MyDatabaseId &&
+			    static_cast<int>(slot.name_bytes) == name_bytes &&
+			    memcmp(TextOf(table, slot), name, name_bytes) == 0)
 				visit(slot);
 		}
 		SpinLockRelease(&set->mutex);
@@ -253,10 +329,12 @@ struct PolicyCounts {
 using PolicyCountsVisitor = void (*)(const PolicyCounts &counts, void *context);
 void VisitPolicyCounts(PolicyCountsVisitor visit, void *context);
 
-/* A copy of a slot and its text, taken under its set's spinlock. */
+/* A copy of a slot, its escrow and its text, taken under its set's
+ * spinlock. */
 struct SlotCopy {
 	int way;
 	Slot slot;
+	core::EscrowState escrow;
 	char text[kTextBytes];
 };
 

@@ -34,8 +34,10 @@
  *   spinlock is taken (ReserveUndo); PushUndo only writes it.
  * - A record is finished or undone under its set's spinlock, if its slot
  *   still has the generation it had (a slot some open transaction holds is
- *   never given to another bucket, so it does); nothing there can raise an
- *   error, and no clock is read.  Transaction callbacks never attach to the
+ *   never given to another bucket, so it does), on a copy of the slot's
+ *   escrow stored back (which cannot fail: Finish brings no new limit and
+ *   leaves fewer holds); nothing there can raise an error, and no clock is
+ *   read.  Transaction callbacks never attach to the
  *   table: a backend with records is attached.
  * - The redefinitions (64 entries and the count of writes that found none)
  *   are under a spinlock of their own, which a set's spinlock may be held
@@ -168,16 +170,20 @@ FinishRecord(int64 i, bool commit)
 	SpinLockAcquire(&set->mutex);
 	Slot &slot = set->slots[record.way];
 	if (slot.used && slot.generation == record.generation) {
-		const core::EscrowEnd end = core::Finish(slot.escrow, record.escrow, limit, commit);
+		core::EscrowState state = EscrowOf(table, slot);
+		const core::EscrowEnd end = core::Finish(state, record.escrow, limit, commit);
 		/* Its call judged the slot by a limit that may never commit: kept
 		 * until a call judges it again, or a purge. */
 		if (end.keep) {
 			slot.kept = true;
 			slot.kept_by = 0;
 		}
+		/* Finish brings no limit, and holds fewer: storing cannot fail. */
 		if (end.forget)
 			FreeSlot(table, slot);
-		Assert(core::InvariantsHold(slot.escrow));
+		else
+			(void)StoreEscrow(table, slot, state, false);
+		Assert(core::InvariantsHold(state));
 	}
 	SpinLockRelease(&set->mutex);
 }

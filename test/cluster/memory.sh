@@ -14,7 +14,9 @@
 #   READ and SERIALIZABLE;
 # - one transaction takes more than 4,194,304 times;
 # - a clean restart keeps every balance, those of keys kept in the table
-#   too, and a save file damaged since loads none; a crash, and an
+#   too, and a save file damaged since loads none;
+# - the engine takes at most 128 bytes of shared memory per place at
+#   1,000,000 places, 192 at 10,000; a crash, and an
 #   immediate shutdown, empty the engine as they empty the unlogged table;
 # - a bounded engine (one policy may take every place here:
 #   ratelimit.memory_share = 100): full buckets are evicted without changing
@@ -28,7 +30,9 @@
 #   the new one is not committed, also while one transaction writes more
 #   policies than the engine follows by name; a committed one keeps none
 #   stored after it; PREPARE TRANSACTION after defining a memory policy is
-#   refused;
+#   refused; the limits, kept once each, leave new keys that find no entry
+#   to the table, and keep entries for the buckets held, which are answered
+#   under a new limit;
 # - on a hot standby the engine works on the standby's own buckets;
 # - without preloading: before 17 a clear 55000 naming the setting, from
 #   rate_limit_define and from every call, from 17 the engine works all the
@@ -271,6 +275,21 @@ lost=$(sed -n 's/.*LOG:  \([0-9]*\) of the [0-9]* memory buckets in "pg_stat\/ra
 rl_check "$loaded <= 512 && ${lost:-0} >= $crowd - 512 && $loaded + ${lost:-0} >= $crowd" \
     "with 512 places, $loaded buckets loaded and ${lost:-no} found no room, of $crowd and a few others"
 q -c "CALL rate_limit_reset_limit('crowd')" >/dev/null
+
+# Shared memory per place: the whole table (slots, sets, policies, limits,
+# text pool) divided by its places is at most 128 bytes from 1,000,000
+# places on; at 10,000 the fixed parts (the policies' entries, the limits)
+# weigh more, and it stays under 192.
+per_place="SELECT round(size::numeric / (SELECT ceil(setting::numeric / 16) * 16
+                 FROM pg_settings WHERE name = 'ratelimit.memory_buckets'), 1)
+           FROM pg_shmem_allocations WHERE name = 'ratelimit_memory'"
+for size_bound in 10000:192 1000000:128; do
+    restart fast "ratelimit.memory_buckets = ${size_bound%%:*}"
+    bytes=$(q -c "$per_place")
+    printf '%s places: %s bytes of shared memory per place\n' "${size_bound%%:*}" "$bytes"
+    rl_check "${bytes:-1e9} <= ${size_bound#*:}" \
+        "${size_bound%%:*} places take ${bytes:-no} bytes each (${size_bound#*:} at most expected)"
+done
 restart fast "ratelimit.memory_buckets = 1024"
 
 # A crash (a backend killed) empties the engine, as it empties the unlogged
@@ -382,10 +401,10 @@ for level in rc rr serializable; do
     fi
     q -c "CALL rate_limit_reset_limit('race-$level')" >/dev/null
 done
-# A name and key longer than a slot holds (48 bytes) are kept in a pool of
-# text, one 64-byte chunk for each place (here 32): a name and key of 1,005
-# bytes take 16 chunks, so two fit, and a third such key is kept in the
-# table.  Each is listed whole, across a clean restart too, and a bucket
+# A name and key longer than a slot holds (32 bytes) are kept in a pool of
+# text, a 64-byte chunk for every 16 places but room for two of the longest
+# at least (here 40 chunks): a name and key of 1,005 bytes take 16 chunks,
+# so two fit, and a third such key is kept in the table.  Each is listed whole, across a clean restart too, and a bucket
 # forgotten gives its chunks back.
 rl_expect_value "three keys of 1,000 bytes, each granted" 3 \
     "SELECT count(*) FILTER (WHERE allowed) FROM generate_series(1, 3) AS i,
@@ -591,6 +610,69 @@ q -c "SET ratelimit.fixed_clock = 4200000000" -c "CALL rate_limit_purge('slowed'
 rl_expect_value "and forgets it once it is full" 0 \
     "SELECT count(*) FROM rate_limit_buckets('slowed')"
 q -c "CALL rate_limit_reset_limit('slowed')" >/dev/null
+
+# The limits buckets are judged by are kept once each, in entries (1,024
+# here, for 1,024 places) of which new keys may take half: 520 policies of
+# distinct limits each take from a new key, every take is granted, and the
+# keys whose limit finds no entry are kept in the table.  The other half is
+# kept for the buckets held: redefined, those in memory are each answered
+# there, under the new limit, with no error.
+restart fast "ratelimit.memory_buckets = 1024"
+q -c "DO \$\$ BEGIN
+          FOR i IN 1..520 LOOP
+              PERFORM rate_limit_define('lim-' || i, i, '1 hour', 1000, storage => 'memory');
+          END LOOP;
+      END \$\$" >/dev/null
+rl_expect_value "520 new keys of 520 limits, each granted" 520 \
+    "SET ratelimit.fixed_clock = 2100000000;
+     SELECT count(*) FILTER (WHERE allowed) FROM generate_series(1, 520) AS i,
+            rate_limit_take('lim-' || i, 'k', 1)"
+lim_memory="SELECT count(*) FROM rate_limit_memory_stats
+            WHERE datname = current_database() AND name LIKE 'lim-%' AND buckets = 1"
+lim_table="SELECT count(*) FROM ratelimit.buckets WHERE name LIKE 'lim-%'"
+in_memory=$(q -c "$lim_memory")
+rl_check "$in_memory >= 500 && $in_memory <= 512" \
+    "$in_memory keys of 520 limits in memory (500 to 512 expected: 512 entries for new keys)"
+rl_expect_value "the others are kept in the table" "$((520 - in_memory))" "$lim_table"
+q -c "DO \$\$ BEGIN
+          FOR i IN 1..520 LOOP
+              PERFORM rate_limit_define('lim-' || i, i + 1000, '1 hour', 1000, storage => 'memory');
+          END LOOP;
+      END \$\$" >/dev/null
+rl_expect_value "redefined, every key is taken from again, with no error" "520 998 998" \
+    "SET ratelimit.fixed_clock = 2100000000;
+     SELECT count(*) FILTER (WHERE allowed) || ' ' || min(floor(remaining)) || ' ' || max(floor(remaining))
+       FROM generate_series(1, 520) AS i, rate_limit_take('lim-' || i, 'k', 1)"
+rl_expect_value "those in memory stay there, judged by their new limits" "$in_memory $((520 - in_memory))" \
+    "SELECT ($lim_memory) || ' ' || ($lim_table)"
+# Held by an open transaction, a bucket judged by a new limit keeps the one
+# before too, until the transaction ends: two entries a bucket, which the
+# half kept for the buckets held holds.
+held=$(q -c "SET ratelimit.fixed_clock = 2100000000" -c "BEGIN" \
+         -c "SELECT count(*) FILTER (WHERE allowed) FROM generate_series(1, 520) AS i,
+                    rate_limit_take('lim-' || i, 'k', 1)" \
+         -c "DO \$\$ BEGIN
+                 FOR i IN 1..520 LOOP
+                     PERFORM rate_limit_define('lim-' || i, i + 2000, '1 hour', 1000, storage => 'memory');
+                 END LOOP;
+             END \$\$" \
+         -c "SELECT count(*) FILTER (WHERE allowed) || ' ' || min(floor(remaining)) || ' ' || max(floor(remaining))
+               FROM generate_series(1, 520) AS i, rate_limit_take('lim-' || i, 'k', 1)" \
+         -c "COMMIT" 2>&1 | tr '\n' ' ')
+if [ "$held" = "520 520 996 996 " ]; then
+    printf 'ok: held and redefined in one transaction, every key is taken from twice, with no error (%s)\n' "$held"
+else
+    printf 'FAILED: held and redefined in one transaction: got %s, expected 520 520 996 996\n' "$held"
+    RL_FAILURES=$((RL_FAILURES + 1))
+fi
+rl_expect_value "and those in memory stay there" "$in_memory $((520 - in_memory))" \
+    "SELECT ($lim_memory) || ' ' || ($lim_table)"
+q -c "DO \$\$ DECLARE reset bigint; BEGIN
+          FOR i IN 1..520 LOOP
+              CALL rate_limit_reset_limit('lim-' || i, reset);
+          END LOOP;
+      END \$\$" -c "DELETE FROM ratelimit.policies WHERE name LIKE 'lim-%'" >/dev/null
+restart fast "ratelimit.memory_buckets = 32"
 
 # On a hot standby the engine works, on the standby's own buckets: a take
 # there is not seen on the primary, nor the primary's there.
