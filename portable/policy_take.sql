@@ -17,80 +17,107 @@
 -- clock reading: by one more UPDATE where that leaves the same balance,
 -- else from the start.  A denial writes and locks nothing.  Everything else
 -- (and whatever the expressions cannot tell) is rl_policy_call's.
+--
+-- The only SECURITY DEFINER routine without a SET search_path clause: a
+-- SET clause costs each call nearly a tenth of its time (the setting is
+-- made and undone, and the namespace search path computed anew, on every
+-- call).  It resolves nothing through its caller's search_path instead:
+-- every operator is OPERATOR(pg_catalog.x), every function, type and table
+-- schema-qualified (bigint and interval are keywords of the grammar, which
+-- names pg_catalog's types), as in every routine without the clause
+-- (ratelimit.sql); casts, coercions and the comparisons of greatest() are
+-- found by type, not by name; its PL/pgSQL variables' types are qualified
+-- too, for PL/pgSQL resolves them when it first compiles the function in
+-- a session, under that caller's search_path.  What it calls is either
+-- pinned or qualified the same way.  test/cluster/portable_install.sh
+-- checks the text of every such routine, and calls it under a search_path
+-- that plants a trap for each name it could resolve otherwise.
 CREATE FUNCTION rate_limit_take(name text, key text, cost float8 DEFAULT 1)
 RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    limit_rate float8;        -- tokens a second
-    limit_burst float8;
-    limit_quota float8;       -- the policy's rate, per limit_per
+    limit_rate pg_catalog.float8;        -- tokens a second
+    limit_burst pg_catalog.float8;
+    limit_quota pg_catalog.float8;       -- the policy's rate, per limit_per
     limit_per interval;
-    limit_jitter float8;
-    stored_tokens float8;
+    limit_jitter pg_catalog.float8;
+    stored_tokens pg_catalog.float8;
     stored_stamp_us bigint;
     stored_blocked_us bigint;
     now_us bigint;
-    balance float8;
-    left_over float8;
-    whole float8;
-    elapsed float8;
-    capped float8;
-    estimate float8;
-    reset_us float8;
-    refill_us float8;
-    retry_us float8;
+    balance pg_catalog.float8;
+    left_over pg_catalog.float8;
+    whole pg_catalog.float8;
+    elapsed pg_catalog.float8;
+    capped pg_catalog.float8;
+    estimate pg_catalog.float8;
+    reset_us pg_catalog.float8;
+    refill_us pg_catalog.float8;
+    retry_us pg_catalog.float8;
 BEGIN
-    IF NOT @extschema@.rl_on_yugabytedb() AND $3 >= '0'::float8
-       AND pg_catalog.octet_length($2) <= @rl_max_key_bytes@
-       AND pg_catalog.current_setting('transaction_read_only') = 'off' THEN
+    IF NOT @extschema@.rl_on_yugabytedb() AND $3 OPERATOR(pg_catalog.>=) '0'::pg_catalog.float8
+       AND pg_catalog.octet_length($2) OPERATOR(pg_catalog.<=) @rl_max_key_bytes@
+       AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off' THEN
         FOR attempt IN 1..2 LOOP
             SELECT p.tokens_per_second, p.burst, p.rate, p.per, p.jitter,
                    b.tokens, b.stamp_us, b.blocked_until_us, @extschema@.rl_now()
               INTO limit_rate, limit_burst, limit_quota, limit_per, limit_jitter,
                    stored_tokens, stored_stamp_us, stored_blocked_us, now_us
               FROM @extschema@.rl_policies AS p, @extschema@.rl_buckets AS b
-             WHERE p.name = $1 AND b.name = $1 AND b.key = $2 AND (p.xmax = '0'::xid OR p.xmax = p.xmin)
-               AND p.shards = 1 AND NOT p.fixed_window AND p.floor_per_second = '0'::float8
-               AND coalesce(p.penalty_us, '0'::bigint) = '0'::bigint;
+             WHERE p.name OPERATOR(pg_catalog.=) $1 AND b.name OPERATOR(pg_catalog.=) $1
+               AND b.key OPERATOR(pg_catalog.=) $2
+               AND (p.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid OR p.xmax OPERATOR(pg_catalog.=) p.xmin)
+               AND p.shards OPERATOR(pg_catalog.=) 1 AND NOT p.fixed_window
+               AND p.floor_per_second OPERATOR(pg_catalog.=) '0'::pg_catalog.float8
+               AND coalesce(p.penalty_us, '0'::bigint) OPERATOR(pg_catalog.=) '0'::bigint;
             EXIT WHEN NOT FOUND
-                      OR NOT (stored_stamp_us <= now_us AND stored_blocked_us <= now_us
-                              AND now_us - stored_stamp_us < '4503599627370496'::bigint
-                              AND stored_stamp_us > '-4611686018427387904'::bigint
-                              AND now_us < '4611686018427387904'::bigint
-                              AND limit_rate > '1e-150'::float8 AND limit_rate < '1e150'::float8
-                              AND limit_burst < '1e150'::float8 AND stored_tokens > '-1e150'::float8
-                              AND $3 <= limit_burst);
+                      OR NOT (stored_stamp_us OPERATOR(pg_catalog.<=) now_us
+                              AND stored_blocked_us OPERATOR(pg_catalog.<=) now_us
+                              AND (now_us OPERATOR(pg_catalog.-) stored_stamp_us)
+                                  OPERATOR(pg_catalog.<) '4503599627370496'::bigint
+                              AND stored_stamp_us OPERATOR(pg_catalog.>) '-4611686018427387904'::bigint
+                              AND now_us OPERATOR(pg_catalog.<) '4611686018427387904'::bigint
+                              AND limit_rate OPERATOR(pg_catalog.>) '1e-150'::pg_catalog.float8
+                              AND limit_rate OPERATOR(pg_catalog.<) '1e150'::pg_catalog.float8
+                              AND limit_burst OPERATOR(pg_catalog.<) '1e150'::pg_catalog.float8
+                              AND stored_tokens OPERATOR(pg_catalog.>) '-1e150'::pg_catalog.float8
+                              AND $3 OPERATOR(pg_catalog.<=) limit_burst);
             left_over := @extschema@.rl_quick_balance(stored_tokens, stored_stamp_us, now_us, limit_rate, limit_burst)
-                         - $3;
-            IF left_over >= '0'::float8 THEN
+                         OPERATOR(pg_catalog.-) $3;
+            IF left_over OPERATOR(pg_catalog.>=) '0'::pg_catalog.float8 THEN
                 -- Granted: the waits of the bucket left, stamped now.
-                IF left_over >= limit_burst THEN
-                    reset_us := '0'::float8;
+                IF left_over OPERATOR(pg_catalog.>=) limit_burst THEN
+                    reset_us := '0'::pg_catalog.float8;
                 ELSE
                     estimate := @extschema@.rl_quick_estimate(left_over, limit_burst, limit_rate);
-                    reset_us := @extschema@.rl_quick_wait('0'::float8, left_over, limit_burst - left_over,
+                    reset_us := @extschema@.rl_quick_wait('0'::pg_catalog.float8, left_over,
+                                                          limit_burst OPERATOR(pg_catalog.-) left_over,
                                                           estimate, limit_burst, limit_rate);
                     EXIT WHEN reset_us IS NULL;
                 END IF;
-                whole := @extschema@.rl_next_whole_token(left_over, limit_burst);
-                IF whole = limit_burst THEN
+                -- The next whole token (rl_next_whole_token's common case).
+                whole := CASE WHEN left_over OPERATOR(pg_catalog.>) '0'::pg_catalog.float8
+                              THEN pg_catalog.floor(left_over) ELSE '0'::pg_catalog.float8 END
+                         OPERATOR(pg_catalog.+) '1'::pg_catalog.float8;
+                EXIT WHEN NOT (whole OPERATOR(pg_catalog.>) left_over);
+                IF whole OPERATOR(pg_catalog.>=) limit_burst THEN
                     refill_us := reset_us;
-                ELSIF left_over >= whole THEN
-                    refill_us := '0'::float8;
                 ELSE
                     estimate := @extschema@.rl_quick_estimate(left_over, whole, limit_rate);
-                    refill_us := @extschema@.rl_quick_wait('0'::float8, left_over, limit_burst - left_over,
+                    refill_us := @extschema@.rl_quick_wait('0'::pg_catalog.float8, left_over,
+                                                           limit_burst OPERATOR(pg_catalog.-) left_over,
                                                            estimate, whole, limit_rate);
                     EXIT WHEN refill_us IS NULL;
                 END IF;
-                IF $3 > '0'::float8 THEN
+                IF $3 OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 THEN
                     UPDATE @extschema@.rl_buckets AS t
-                       SET tokens = left_over, stamp_us = now_us,
-                           full_at_us = greatest(now_us + reset_us::bigint, stored_blocked_us)
-                     WHERE t.name = $1 AND t.key = $2 AND t.tokens = stored_tokens
-                       AND t.stamp_us = stored_stamp_us AND t.blocked_until_us = stored_blocked_us;
+                       SET (tokens, stamp_us, full_at_us)
+                           = ROW(left_over, now_us, greatest(now_us OPERATOR(pg_catalog.+) reset_us::bigint, stored_blocked_us))
+                     WHERE t.name OPERATOR(pg_catalog.=) $1 AND t.key OPERATOR(pg_catalog.=) $2
+                       AND t.tokens OPERATOR(pg_catalog.=) stored_tokens
+                       AND t.stamp_us OPERATOR(pg_catalog.=) stored_stamp_us
+                       AND t.blocked_until_us OPERATOR(pg_catalog.=) stored_blocked_us;
                     IF NOT FOUND THEN
                         -- Written meanwhile, and now locked: decided again at a
                         -- clock reading taken now.  Where the row as its
@@ -98,51 +125,66 @@ BEGIN
                         -- waits, which depend on nothing else, are the same.
                         now_us := @extschema@.rl_now();
                         UPDATE @extschema@.rl_buckets AS t
-                           SET tokens = left_over, stamp_us = now_us,
-                               full_at_us = greatest(now_us + reset_us::bigint, t.blocked_until_us)
-                         WHERE t.name = $1 AND t.key = $2 AND now_us < '4611686018427387904'::bigint
-                           AND t.stamp_us <= now_us AND t.blocked_until_us <= now_us
-                           AND now_us - t.stamp_us < '4503599627370496'::bigint
-                           AND t.stamp_us > '-4611686018427387904'::bigint AND t.tokens > '-1e150'::float8
-                           AND @extschema@.rl_quick_balance(t.tokens, t.stamp_us, now_us, limit_rate, limit_burst)
-                               - $3 = left_over;
+                           SET (tokens, stamp_us, full_at_us)
+                               = ROW(left_over, now_us,
+                                     greatest(now_us OPERATOR(pg_catalog.+) reset_us::bigint, t.blocked_until_us))
+                         WHERE t.name OPERATOR(pg_catalog.=) $1 AND t.key OPERATOR(pg_catalog.=) $2
+                           AND now_us OPERATOR(pg_catalog.<) '4611686018427387904'::bigint
+                           AND t.stamp_us OPERATOR(pg_catalog.<=) now_us
+                           AND t.blocked_until_us OPERATOR(pg_catalog.<=) now_us
+                           AND (now_us OPERATOR(pg_catalog.-) t.stamp_us) OPERATOR(pg_catalog.<) '4503599627370496'::bigint
+                           AND t.stamp_us OPERATOR(pg_catalog.>) '-4611686018427387904'::bigint
+                           AND t.tokens OPERATOR(pg_catalog.>) '-1e150'::pg_catalog.float8
+                           AND (@extschema@.rl_quick_balance(t.tokens, t.stamp_us, now_us, limit_rate, limit_burst)
+                                OPERATOR(pg_catalog.-) $3) OPERATOR(pg_catalog.=) left_over;
                         CONTINUE WHEN NOT FOUND;
                     END IF;
                 END IF;
-                RETURN ROW(true, left_over, '0'::float8, reset_us / '1000000'::float8, limit_burst, $1, limit_quota,
-                           limit_per, refill_us / '1000000'::float8)::@extschema@.rate_limit_decision;
+                RETURN ROW(true, left_over, '0'::pg_catalog.float8,
+                           reset_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8, limit_burst, $1, limit_quota,
+                           limit_per, refill_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8
+                          )::@extschema@.rate_limit_decision;
             END IF;
             -- Denied: the waits of the bucket as stored; nothing written.
             balance := @extschema@.rl_quick_balance(stored_tokens, stored_stamp_us, now_us, limit_rate, limit_burst);
-            whole := @extschema@.rl_next_whole_token(balance, limit_burst);
-            elapsed := (now_us - stored_stamp_us)::float8;
-            capped := CASE WHEN stored_tokens < limit_burst THEN stored_tokens ELSE limit_burst END;
+            elapsed := (now_us OPERATOR(pg_catalog.-) stored_stamp_us)::pg_catalog.float8;
+            capped := CASE WHEN stored_tokens OPERATOR(pg_catalog.<) limit_burst THEN stored_tokens ELSE limit_burst END;
             estimate := @extschema@.rl_quick_estimate(balance, $3, limit_rate);
-            retry_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst - capped, estimate, $3, limit_rate);
+            retry_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst OPERATOR(pg_catalog.-) capped, estimate,
+                                                  $3, limit_rate);
+            EXIT WHEN retry_us IS NULL;
             estimate := @extschema@.rl_quick_estimate(balance, limit_burst, limit_rate);
-            reset_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst - capped, estimate, limit_burst,
-                                                  limit_rate);
-            IF whole = limit_burst THEN
+            reset_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst OPERATOR(pg_catalog.-) capped, estimate,
+                                                  limit_burst, limit_rate);
+            EXIT WHEN reset_us IS NULL;
+            whole := CASE WHEN balance OPERATOR(pg_catalog.>) '0'::pg_catalog.float8
+                          THEN pg_catalog.floor(balance) ELSE '0'::pg_catalog.float8 END
+                     OPERATOR(pg_catalog.+) '1'::pg_catalog.float8;
+            EXIT WHEN NOT (whole OPERATOR(pg_catalog.>) balance);
+            IF whole OPERATOR(pg_catalog.>=) limit_burst THEN
                 refill_us := reset_us;
             ELSE
                 estimate := @extschema@.rl_quick_estimate(balance, whole, limit_rate);
-                refill_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst - capped, estimate, whole,
-                                                       limit_rate);
+                refill_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst OPERATOR(pg_catalog.-) capped,
+                                                       estimate, whole, limit_rate);
+                EXIT WHEN refill_us IS NULL;
             END IF;
-            EXIT WHEN retry_us IS NULL OR reset_us IS NULL OR refill_us IS NULL;
             RETURN ROW(false, balance,
-                       CASE WHEN limit_jitter > '0'::float8
-                            THEN @extschema@.rl_jittered(retry_us / '1000000'::float8, limit_jitter, $1, $2)
-                            ELSE retry_us / '1000000'::float8 END,
-                       reset_us / '1000000'::float8, limit_burst, $1, limit_quota, limit_per,
-                       refill_us / '1000000'::float8)::@extschema@.rate_limit_decision;
+                       CASE WHEN limit_jitter OPERATOR(pg_catalog.>) '0'::pg_catalog.float8
+                            THEN @extschema@.rl_jittered(retry_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8,
+                                                         limit_jitter, $1, $2)
+                            ELSE retry_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8 END,
+                       reset_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8, limit_burst, $1, limit_quota,
+                       limit_per, refill_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8
+                      )::@extschema@.rate_limit_decision;
         END LOOP;
     END IF;
-    IF pg_catalog.num_nulls($1, $2, $3) > 0 THEN
+    IF pg_catalog.num_nulls($1, $2, $3) OPERATOR(pg_catalog.>) 0 THEN
         PERFORM @extschema@.rl_null_argument('rate_limit_take', ARRAY['name', 'key', 'cost'],
-                                 ARRAY[$1, $2, $3::text], 'Every argument of this function needs a value.');
+                                             ARRAY[$1, $2, $3::pg_catalog.text],
+                                             'Every argument of this function needs a value.');
     END IF;
-    RETURN @extschema@.rl_policy_call('rate_limit_take', $1, $2, $3, 0::float8, 'take');
+    RETURN @extschema@.rl_policy_call('rate_limit_take', $1, $2, $3, '0'::pg_catalog.float8, 'take');
 END
 $$;
 COMMENT ON FUNCTION rate_limit_take(text, text, float8) IS

@@ -18,12 +18,13 @@
 -- No routine resolves a name or an operator through its caller's
 -- search_path, nor finds one that another role could put in this schema.
 -- A routine either has a SET search_path = pg_catalog, pg_temp clause (the
--- SECURITY DEFINER functions, and those that run at most a few times a
--- call or only to raise an error), or, for speed, has none and writes
--- every operator as OPERATOR(pg_catalog.x) and every function, type and
--- table schema-qualified (the algebra and the other helpers on every
--- call's way: a SET clause costs each call of a function a good deal, and
--- keeps a LANGUAGE sql function from being inlined).  Either way the
+-- SECURITY DEFINER functions but the take by a policy's name, and those
+-- that run at most a few times a call or only to raise an error), or, for
+-- speed, has none and writes every operator as OPERATOR(pg_catalog.x) and
+-- every function, type and table schema-qualified (the algebra, the other
+-- helpers on every call's way, and rate_limit_take(name, key, cost): a SET
+-- clause costs each call of a function a good deal, and keeps a LANGUAGE
+-- sql function from being inlined; see policy_take.sql).  Either way the
 -- limiter's own objects are named @extschema@.name, which the extension's
 -- install replaces by the schema, and which this script replaces once
 -- every routine is created (created unchecked, checked then); and the
