@@ -53,7 +53,8 @@ END
 $$;
 
 -- One batch of rate_limit_purge: of the buckets (of name, or of every name
--- when NULL) after (after_name, after_key) in key order, the next
+-- when NULL) after (after_name, after_key) in key order (on YugabyteDB in
+-- the order of rl_hash_code, then of the key), the next
 -- batch_size (at most 1000) are judged and the forgettable ones not locked by anyone are
 -- deleted.  Returns how many, and the last bucket judged (NULL: none left).
 -- The first batch (after_name NULL) checks the call first, as the native
@@ -65,6 +66,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     now_us bigint := @extschema@.rl_now();
+    after_code integer;
+    last_code integer;
 BEGIN
     IF after_name IS NULL THEN
         IF p_name = '' THEN
@@ -81,6 +84,49 @@ BEGIN
     IF @extschema@.rl_on_yugabytedb() THEN
         PERFORM @extschema@.rl_require_read_committed();
     END IF;
+    IF @extschema@.rl_on_yugabytedb() THEN
+        -- No ctid and no xmax there, and READ COMMITTED only.  The rows are
+        -- paged in the order the hash-sharded primary key keeps them: by
+        -- rl_hash_code(name, key) (yb_hash_code), then by (name, key), so
+        -- that a batch reads the tablets from where the last one ended
+        -- instead of sorting the whole table by (name, key).  Every
+        -- definition or removal of a policy first rewrites the one row of
+        -- rl_policy_changes: held shared, it keeps the policies as the
+        -- next statement reads them until the batch's transaction ends.
+        -- Rows are judged as below, and deleted by their key.
+        after_code := @extschema@.rl_hash_code(after_name, after_key);
+        SELECT c.name, c.key, c.code INTO last_name, last_key, last_code
+          FROM (SELECT t.name, t.key, @extschema@.rl_hash_code(t.name, t.key) AS code
+                  FROM @extschema@.rl_buckets AS t
+                 WHERE (p_name IS NULL OR t.name = p_name)
+                   AND (after_name IS NULL
+                        OR (@extschema@.rl_hash_code(t.name, t.key) >= after_code
+                            AND (@extschema@.rl_hash_code(t.name, t.key), t.name, t.key)
+                                > (after_code, after_name, after_key)))
+                 ORDER BY 3, 1, 2 LIMIT least(batch_size, 1000)) AS c
+         ORDER BY c.code DESC, c.name DESC, c.key DESC LIMIT 1;
+        IF last_name IS NULL THEN
+            deleted := 0;
+            RETURN;
+        END IF;
+        PERFORM FROM @extschema@.rl_policy_changes AS c FOR SHARE;
+        WITH judged AS (
+            SELECT t.name, t.key
+              FROM @extschema@.rl_buckets AS t LEFT JOIN @extschema@.rl_policies AS p ON p.name = t.name
+             WHERE (p_name IS NULL OR t.name = p_name)
+               AND (after_name IS NULL
+                    OR (@extschema@.rl_hash_code(t.name, t.key) >= after_code
+                        AND (@extschema@.rl_hash_code(t.name, t.key), t.name, t.key)
+                            > (after_code, after_name, after_key)))
+               AND @extschema@.rl_hash_code(t.name, t.key) <= last_code
+               AND (@extschema@.rl_hash_code(t.name, t.key), t.name, t.key) <= (last_code, last_name, last_key)
+               AND @extschema@.rl_forgettable(p, t.name, t.key, ROW(t.tokens, t.stamp_us, t.blocked_until_us)::@extschema@.rl_bucket,
+                                  t.full_at_us, now_us)
+               FOR UPDATE OF t SKIP LOCKED)
+        DELETE FROM @extschema@.rl_buckets AS t USING judged WHERE t.name = judged.name AND t.key = judged.key;
+        GET DIAGNOSTICS deleted = ROW_COUNT;
+        RETURN;
+    END IF;
     SELECT c.name, c.key INTO last_name, last_key
       FROM (SELECT t.name, t.key FROM @extschema@.rl_buckets AS t
              WHERE (p_name IS NULL OR t.name = p_name)
@@ -89,26 +135,6 @@ BEGIN
      ORDER BY c.name DESC, c.key DESC LIMIT 1;
     IF last_name IS NULL THEN
         deleted := 0;
-        RETURN;
-    END IF;
-    IF @extschema@.rl_on_yugabytedb() THEN
-        -- No ctid and no xmax there, and READ COMMITTED only.  Every
-        -- definition or removal of a policy first rewrites the one row of
-        -- rl_policy_changes: held shared, it keeps the policies as the
-        -- next statement reads them until the batch's transaction ends.
-        -- Rows are judged as below, and deleted by their key.
-        PERFORM FROM @extschema@.rl_policy_changes AS c FOR SHARE;
-        WITH judged AS (
-            SELECT t.name, t.key
-              FROM @extschema@.rl_buckets AS t LEFT JOIN @extschema@.rl_policies AS p ON p.name = t.name
-             WHERE (p_name IS NULL OR t.name = p_name)
-               AND (after_name IS NULL OR (t.name, t.key) > (after_name, after_key))
-               AND (t.name, t.key) <= (last_name, last_key)
-               AND @extschema@.rl_forgettable(p, t.name, t.key, ROW(t.tokens, t.stamp_us, t.blocked_until_us)::@extschema@.rl_bucket,
-                                  t.full_at_us, now_us)
-               FOR UPDATE OF t SKIP LOCKED)
-        DELETE FROM @extschema@.rl_buckets AS t USING judged WHERE t.name = judged.name AND t.key = judged.key;
-        GET DIAGNOSTICS deleted = ROW_COUNT;
         RETURN;
     END IF;
     -- Judged on the latest version once it is locked (READ COMMITTED

@@ -35,6 +35,27 @@ $platform$;
 COMMENT ON FUNCTION rl_on_yugabytedb() IS
     'whether the limiter runs on YugabyteDB, as found when it was installed';
 
+-- The order rl_buckets' rows are kept in on YugabyteDB, where its primary
+-- key is hash-sharded: by yb_hash_code(name, key), a number from 0 to
+-- 65535, and then by (name, key); a purge pages through the table in that
+-- order (rl_purge_batch).  One expression, so that it is inlined into the
+-- query and YugabyteDB sees the call it can push down as a range of
+-- tablets.  PostgreSQL has no yb_hash_code, and never calls this: there it
+-- is a 16-bit hash of its own of (name, key), a stand-in with which a test
+-- takes YugabyteDB's way (test/sql/portable/portable_yugabytedb.sql).
+DO $hash_code$
+BEGIN
+    EXECUTE pg_catalog.format(
+        'CREATE OR REPLACE FUNCTION rl_hash_code(name text, key text) RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE AS %L',
+        CASE WHEN pg_catalog.version() OPERATOR(pg_catalog.~) '-YB-'::pg_catalog.text
+             THEN 'SELECT pg_catalog.yb_hash_code(name, key)::integer'
+             ELSE 'SELECT (pg_catalog.hashtextextended(key, pg_catalog.hashtextextended(name, ''0''::bigint))
+                           OPERATOR(pg_catalog.&) ''65535''::bigint)::integer' END);
+END
+$hash_code$;
+COMMENT ON FUNCTION rl_hash_code(text, text) IS
+    'the hash code by which YugabyteDB orders a bucket''s row (yb_hash_code), or a stand-in on PostgreSQL';
+
 -- On YugabyteDB, a call that reads policies: refused (0A000) unless the
 -- transaction runs at READ COMMITTED, as YugabyteDB says it does
 -- (yb_effective_transaction_isolation_level: with

@@ -154,22 +154,6 @@ $$;
 
 \ir policy_take.sql
 
-CREATE FUNCTION rate_limit_check(name text, key text, cost float8 DEFAULT 1)
-RETURNS rate_limit_decision
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF pg_catalog.num_nulls($1, $2, $3) > 0 THEN
-        PERFORM @extschema@.rl_null_argument('rate_limit_check', ARRAY['name', 'key', 'cost'],
-                                 ARRAY[$1, $2, $3::text], 'Every argument of this function needs a value.');
-    END IF;
-    RETURN @extschema@.rl_policy_call('rate_limit_check', $1, $2, $3, 0::float8, 'check');
-END
-$$;
-COMMENT ON FUNCTION rate_limit_check(text, text, float8) IS
-    'answers as rate_limit_take(name, key, cost) would, without consuming or writing anything';
-
 CREATE FUNCTION rate_limit_check(name text, key text, cost float8, max_wait interval)
 RETURNS rate_limit_decision
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

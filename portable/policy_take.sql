@@ -1,96 +1,136 @@
--- portable/policy_take.sql: rate_limit_take by a policy's name.  Included
--- by policies.sql, after rl_policy_call, and by the upgrade script to 0.4.0
--- (update--0.3.0--0.4.0.sql).
+-- portable/policy_take.sql: the common case of takes and checks
+-- (rl_quick_call), and rate_limit_take and rate_limit_check by a policy's
+-- name.  Included by policies.sql, after rl_policy_call, and by the upgrade
+-- script to 0.4.0 (update--0.3.0--0.4.0.sql).
 
--- A take by a policy's name.  Its common case takes one read and, for a
--- grant, one write: a policy without shards, fixed windows, a floor rate
--- or a penalty box, in the version last committed (one that no
--- transaction has replaced, deleted or locked since it was written: see
--- rl_find_policy), a key seen before, out of any box, and a transaction
--- that may write.  The policy and the bucket as committed are read in one
+-- The common case of a take or a check (op), by a policy's name (rate
+-- NULL) or with explicit parameters (rate tokens a second up to burst, not
+-- reserving), as the general way would decide it, or NULL where it takes the
+-- general way.  Its common case takes one read and, for a granted take, one
+-- write: a policy without shards, fixed windows, a floor rate or a penalty
+-- box, in the version last committed (one that no transaction has replaced,
+-- deleted or locked since it was written: see rl_find_policy), or for
+-- explicit parameters no policy of that name (at READ COMMITTED, where
+-- rl_find_policy reads the row as the statement sees it); a key seen before,
+-- out of any box; a take in a transaction that may write, a check anywhere
+-- but on a standby.  The policy and the bucket as committed are read in one
 -- statement without a lock, the clock after them; the decision is
--- rl_decide's, in the expressions of quick.sql; a grant is stored if the
--- row still holds what it was decided on, as rl_apply does.  A row written
--- meanwhile is then locked (READ COMMITTED's UPDATE waits for its writer
--- and locks the new version; the other levels fail with 40001), and the
--- take is decided once more on the row as that writer left it, at a new
--- clock reading: by one more UPDATE where that leaves the same balance,
--- else from the start.  A denial writes and locks nothing.  Everything else
--- (and whatever the expressions cannot tell) is rl_policy_call's.
-CREATE FUNCTION rate_limit_take(name text, key text, cost float8 DEFAULT 1)
+-- rl_decide's, in the expressions of quick.sql; a granted take is stored if
+-- the row still holds what it was decided on, as rl_apply does.  A row
+-- written meanwhile is then locked (READ COMMITTED's UPDATE waits for its
+-- writer and locks the new version; the other levels fail with 40001), and
+-- the take is decided once more on the row as that writer left it, at a new
+-- clock reading: by one more UPDATE where that leaves the same balance, else
+-- from the start.  A denial and a check write and lock nothing.  Everything
+-- else, and whatever the expressions cannot tell, is NULL.
+CREATE FUNCTION rl_quick_call(p_name text, p_key text, cost float8, op text, rate float8, burst float8)
 RETURNS rate_limit_decision
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
+LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    limit_rate float8;        -- tokens a second
-    limit_burst float8;
-    limit_quota float8;       -- the policy's rate, per limit_per
+    limit_rate pg_catalog.float8;        -- tokens a second
+    limit_burst pg_catalog.float8;
+    limit_quota pg_catalog.float8;       -- the policy's rate, per limit_per
     limit_per interval;
-    limit_jitter float8;
-    stored_tokens float8;
+    limit_jitter pg_catalog.float8;
+    stored_tokens pg_catalog.float8;
     stored_stamp_us bigint;
     stored_blocked_us bigint;
     now_us bigint;
-    balance float8;
-    left_over float8;
-    whole float8;
-    elapsed float8;
-    capped float8;
-    estimate float8;
-    reset_us float8;
-    refill_us float8;
-    retry_us float8;
+    balance pg_catalog.float8;
+    left_over pg_catalog.float8;
+    whole pg_catalog.float8;
+    elapsed pg_catalog.float8;
+    capped pg_catalog.float8;
+    estimate pg_catalog.float8;
+    reset_us pg_catalog.float8;
+    refill_us pg_catalog.float8;
+    retry_us pg_catalog.float8;
 BEGIN
-    IF NOT @extschema@.rl_on_yugabytedb() AND $3 >= '0'::float8
-       AND pg_catalog.octet_length($2) <= @rl_max_key_bytes@
-       AND pg_catalog.current_setting('transaction_read_only') = 'off' THEN
+    IF coalesce(NOT @extschema@.rl_on_yugabytedb() AND $3 OPERATOR(pg_catalog.>=) '0'::pg_catalog.float8
+                AND pg_catalog.octet_length($2) OPERATOR(pg_catalog.<=) @rl_max_key_bytes@
+                AND CASE WHEN $4 OPERATOR(pg_catalog.=) 'take'::pg_catalog.text
+                         THEN pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off'
+                         ELSE NOT pg_catalog.pg_is_in_recovery() END
+                AND ($5 IS NULL
+                     OR ($5 OPERATOR(pg_catalog.>) '1e-150'::pg_catalog.float8
+                         AND $5 OPERATOR(pg_catalog.<) '1e150'::pg_catalog.float8
+                         AND $6 OPERATOR(pg_catalog.>) '0'::pg_catalog.float8
+                         AND pg_catalog.octet_length($1) OPERATOR(pg_catalog.>=) 1
+                         AND pg_catalog.octet_length($1) OPERATOR(pg_catalog.<=) @rl_max_name_bytes@
+                         AND pg_catalog.current_setting('transaction_isolation')
+                             OPERATOR(pg_catalog.=) 'read committed')), false) THEN
         FOR attempt IN 1..2 LOOP
-            SELECT p.tokens_per_second, p.burst, p.rate, p.per, p.jitter,
-                   b.tokens, b.stamp_us, b.blocked_until_us, @extschema@.rl_now()
-              INTO limit_rate, limit_burst, limit_quota, limit_per, limit_jitter,
-                   stored_tokens, stored_stamp_us, stored_blocked_us, now_us
-              FROM @extschema@.rl_policies AS p, @extschema@.rl_buckets AS b
-             WHERE p.name = $1 AND b.name = $1 AND b.key = $2 AND (p.xmax = '0'::xid OR p.xmax = p.xmin)
-               AND p.shards = 1 AND NOT p.fixed_window AND p.floor_per_second = '0'::float8
-               AND coalesce(p.penalty_us, '0'::bigint) = '0'::bigint;
+            IF $5 IS NULL THEN
+                SELECT p.tokens_per_second, p.burst, p.rate, p.per, p.jitter,
+                       b.tokens, b.stamp_us, b.blocked_until_us, @extschema@.rl_now()
+                  INTO limit_rate, limit_burst, limit_quota, limit_per, limit_jitter,
+                       stored_tokens, stored_stamp_us, stored_blocked_us, now_us
+                  FROM @extschema@.rl_policies AS p, @extschema@.rl_buckets AS b
+                 WHERE p.name OPERATOR(pg_catalog.=) $1 AND b.name OPERATOR(pg_catalog.=) $1
+                   AND b.key OPERATOR(pg_catalog.=) $2
+                   AND (p.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid OR p.xmax OPERATOR(pg_catalog.=) p.xmin)
+                   AND p.shards OPERATOR(pg_catalog.=) 1 AND NOT p.fixed_window
+                   AND p.floor_per_second OPERATOR(pg_catalog.=) '0'::pg_catalog.float8
+                   AND coalesce(p.penalty_us, '0'::bigint) OPERATOR(pg_catalog.=) '0'::bigint;
+            ELSE
+                -- No policy of that name as committed when this statement
+                -- began (READ COMMITTED: as rl_find_policy finds it).
+                SELECT $5, $6, $5, '1 second'::interval, '0'::pg_catalog.float8,
+                       b.tokens, b.stamp_us, b.blocked_until_us, @extschema@.rl_now()
+                  INTO limit_rate, limit_burst, limit_quota, limit_per, limit_jitter,
+                       stored_tokens, stored_stamp_us, stored_blocked_us, now_us
+                  FROM @extschema@.rl_buckets AS b
+                 WHERE b.name OPERATOR(pg_catalog.=) $1 AND b.key OPERATOR(pg_catalog.=) $2
+                   AND NOT EXISTS (SELECT FROM @extschema@.rl_policies AS p WHERE p.name OPERATOR(pg_catalog.=) $1);
+            END IF;
             EXIT WHEN NOT FOUND
-                      OR NOT (stored_stamp_us <= now_us AND stored_blocked_us <= now_us
-                              AND now_us - stored_stamp_us < '4503599627370496'::bigint
-                              AND stored_stamp_us > '-4611686018427387904'::bigint
-                              AND now_us < '4611686018427387904'::bigint
-                              AND limit_rate > '1e-150'::float8 AND limit_rate < '1e150'::float8
-                              AND limit_burst < '1e150'::float8 AND stored_tokens > '-1e150'::float8
-                              AND $3 <= limit_burst);
+                      OR NOT (stored_stamp_us OPERATOR(pg_catalog.<=) now_us
+                              AND stored_blocked_us OPERATOR(pg_catalog.<=) now_us
+                              AND (now_us OPERATOR(pg_catalog.-) stored_stamp_us)
+                                  OPERATOR(pg_catalog.<) '4503599627370496'::bigint
+                              AND stored_stamp_us OPERATOR(pg_catalog.>) '-4611686018427387904'::bigint
+                              AND now_us OPERATOR(pg_catalog.<) '4611686018427387904'::bigint
+                              AND limit_rate OPERATOR(pg_catalog.>) '1e-150'::pg_catalog.float8
+                              AND limit_rate OPERATOR(pg_catalog.<) '1e150'::pg_catalog.float8
+                              AND limit_burst OPERATOR(pg_catalog.<) '1e150'::pg_catalog.float8
+                              AND stored_tokens OPERATOR(pg_catalog.>) '-1e150'::pg_catalog.float8
+                              AND $3 OPERATOR(pg_catalog.<=) limit_burst);
             left_over := @extschema@.rl_quick_balance(stored_tokens, stored_stamp_us, now_us, limit_rate, limit_burst)
-                         - $3;
-            IF left_over >= '0'::float8 THEN
+                         OPERATOR(pg_catalog.-) $3;
+            IF left_over OPERATOR(pg_catalog.>=) '0'::pg_catalog.float8 THEN
                 -- Granted: the waits of the bucket left, stamped now.
-                IF left_over >= limit_burst THEN
-                    reset_us := '0'::float8;
+                IF left_over OPERATOR(pg_catalog.>=) limit_burst THEN
+                    reset_us := '0'::pg_catalog.float8;
                 ELSE
                     estimate := @extschema@.rl_quick_estimate(left_over, limit_burst, limit_rate);
-                    reset_us := @extschema@.rl_quick_wait('0'::float8, left_over, limit_burst - left_over,
+                    reset_us := @extschema@.rl_quick_wait('0'::pg_catalog.float8, left_over,
+                                                          limit_burst OPERATOR(pg_catalog.-) left_over,
                                                           estimate, limit_burst, limit_rate);
                     EXIT WHEN reset_us IS NULL;
                 END IF;
-                whole := @extschema@.rl_next_whole_token(left_over, limit_burst);
-                IF whole = limit_burst THEN
+                -- The next whole token (rl_next_whole_token's common case).
+                whole := CASE WHEN left_over OPERATOR(pg_catalog.>) '0'::pg_catalog.float8
+                              THEN pg_catalog.floor(left_over) ELSE '0'::pg_catalog.float8 END
+                         OPERATOR(pg_catalog.+) '1'::pg_catalog.float8;
+                EXIT WHEN NOT (whole OPERATOR(pg_catalog.>) left_over);
+                IF whole OPERATOR(pg_catalog.>=) limit_burst THEN
                     refill_us := reset_us;
-                ELSIF left_over >= whole THEN
-                    refill_us := '0'::float8;
                 ELSE
                     estimate := @extschema@.rl_quick_estimate(left_over, whole, limit_rate);
-                    refill_us := @extschema@.rl_quick_wait('0'::float8, left_over, limit_burst - left_over,
+                    refill_us := @extschema@.rl_quick_wait('0'::pg_catalog.float8, left_over,
+                                                           limit_burst OPERATOR(pg_catalog.-) left_over,
                                                            estimate, whole, limit_rate);
                     EXIT WHEN refill_us IS NULL;
                 END IF;
-                IF $3 > '0'::float8 THEN
+                IF $4 OPERATOR(pg_catalog.=) 'take'::pg_catalog.text AND $3 OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 THEN
                     UPDATE @extschema@.rl_buckets AS t
-                       SET tokens = left_over, stamp_us = now_us,
-                           full_at_us = greatest(now_us + reset_us::bigint, stored_blocked_us)
-                     WHERE t.name = $1 AND t.key = $2 AND t.tokens = stored_tokens
-                       AND t.stamp_us = stored_stamp_us AND t.blocked_until_us = stored_blocked_us;
+                       SET (tokens, stamp_us, full_at_us)
+                           = ROW(left_over, now_us, greatest(now_us OPERATOR(pg_catalog.+) reset_us::bigint, stored_blocked_us))
+                     WHERE t.name OPERATOR(pg_catalog.=) $1 AND t.key OPERATOR(pg_catalog.=) $2
+                       AND t.tokens OPERATOR(pg_catalog.=) stored_tokens
+                       AND t.stamp_us OPERATOR(pg_catalog.=) stored_stamp_us
+                       AND t.blocked_until_us OPERATOR(pg_catalog.=) stored_blocked_us;
                     IF NOT FOUND THEN
                         -- Written meanwhile, and now locked: decided again at a
                         -- clock reading taken now.  Where the row as its
@@ -98,55 +138,134 @@ BEGIN
                         -- waits, which depend on nothing else, are the same.
                         now_us := @extschema@.rl_now();
                         UPDATE @extschema@.rl_buckets AS t
-                           SET tokens = left_over, stamp_us = now_us,
-                               full_at_us = greatest(now_us + reset_us::bigint, t.blocked_until_us)
-                         WHERE t.name = $1 AND t.key = $2 AND now_us < '4611686018427387904'::bigint
-                           AND t.stamp_us <= now_us AND t.blocked_until_us <= now_us
-                           AND now_us - t.stamp_us < '4503599627370496'::bigint
-                           AND t.stamp_us > '-4611686018427387904'::bigint AND t.tokens > '-1e150'::float8
-                           AND @extschema@.rl_quick_balance(t.tokens, t.stamp_us, now_us, limit_rate, limit_burst)
-                               - $3 = left_over;
+                           SET (tokens, stamp_us, full_at_us)
+                               = ROW(left_over, now_us,
+                                     greatest(now_us OPERATOR(pg_catalog.+) reset_us::bigint, t.blocked_until_us))
+                         WHERE t.name OPERATOR(pg_catalog.=) $1 AND t.key OPERATOR(pg_catalog.=) $2
+                           AND now_us OPERATOR(pg_catalog.<) '4611686018427387904'::bigint
+                           AND t.stamp_us OPERATOR(pg_catalog.<=) now_us
+                           AND t.blocked_until_us OPERATOR(pg_catalog.<=) now_us
+                           AND (now_us OPERATOR(pg_catalog.-) t.stamp_us) OPERATOR(pg_catalog.<) '4503599627370496'::bigint
+                           AND t.stamp_us OPERATOR(pg_catalog.>) '-4611686018427387904'::bigint
+                           AND t.tokens OPERATOR(pg_catalog.>) '-1e150'::pg_catalog.float8
+                           AND (@extschema@.rl_quick_balance(t.tokens, t.stamp_us, now_us, limit_rate, limit_burst)
+                                OPERATOR(pg_catalog.-) $3) OPERATOR(pg_catalog.=) left_over;
                         CONTINUE WHEN NOT FOUND;
                     END IF;
                 END IF;
-                RETURN ROW(true, left_over, '0'::float8, reset_us / '1000000'::float8, limit_burst, $1, limit_quota,
-                           limit_per, refill_us / '1000000'::float8)::@extschema@.rate_limit_decision;
+                RETURN ROW(true, left_over, '0'::pg_catalog.float8,
+                           reset_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8, limit_burst, $1, limit_quota,
+                           limit_per, refill_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8
+                          )::@extschema@.rate_limit_decision;
             END IF;
             -- Denied: the waits of the bucket as stored; nothing written.
             balance := @extschema@.rl_quick_balance(stored_tokens, stored_stamp_us, now_us, limit_rate, limit_burst);
-            whole := @extschema@.rl_next_whole_token(balance, limit_burst);
-            elapsed := (now_us - stored_stamp_us)::float8;
-            capped := CASE WHEN stored_tokens < limit_burst THEN stored_tokens ELSE limit_burst END;
+            elapsed := (now_us OPERATOR(pg_catalog.-) stored_stamp_us)::pg_catalog.float8;
+            capped := CASE WHEN stored_tokens OPERATOR(pg_catalog.<) limit_burst THEN stored_tokens ELSE limit_burst END;
             estimate := @extschema@.rl_quick_estimate(balance, $3, limit_rate);
-            retry_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst - capped, estimate, $3, limit_rate);
+            retry_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst OPERATOR(pg_catalog.-) capped, estimate,
+                                                  $3, limit_rate);
+            EXIT WHEN retry_us IS NULL;
             estimate := @extschema@.rl_quick_estimate(balance, limit_burst, limit_rate);
-            reset_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst - capped, estimate, limit_burst,
-                                                  limit_rate);
-            IF whole = limit_burst THEN
+            reset_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst OPERATOR(pg_catalog.-) capped, estimate,
+                                                  limit_burst, limit_rate);
+            EXIT WHEN reset_us IS NULL;
+            whole := CASE WHEN balance OPERATOR(pg_catalog.>) '0'::pg_catalog.float8
+                          THEN pg_catalog.floor(balance) ELSE '0'::pg_catalog.float8 END
+                     OPERATOR(pg_catalog.+) '1'::pg_catalog.float8;
+            EXIT WHEN NOT (whole OPERATOR(pg_catalog.>) balance);
+            IF whole OPERATOR(pg_catalog.>=) limit_burst THEN
                 refill_us := reset_us;
             ELSE
                 estimate := @extschema@.rl_quick_estimate(balance, whole, limit_rate);
-                refill_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst - capped, estimate, whole,
-                                                       limit_rate);
+                refill_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst OPERATOR(pg_catalog.-) capped,
+                                                       estimate, whole, limit_rate);
+                EXIT WHEN refill_us IS NULL;
             END IF;
-            EXIT WHEN retry_us IS NULL OR reset_us IS NULL OR refill_us IS NULL;
             RETURN ROW(false, balance,
-                       CASE WHEN limit_jitter > '0'::float8
-                            THEN @extschema@.rl_jittered(retry_us / '1000000'::float8, limit_jitter, $1, $2)
-                            ELSE retry_us / '1000000'::float8 END,
-                       reset_us / '1000000'::float8, limit_burst, $1, limit_quota, limit_per,
-                       refill_us / '1000000'::float8)::@extschema@.rate_limit_decision;
+                       CASE WHEN limit_jitter OPERATOR(pg_catalog.>) '0'::pg_catalog.float8
+                            THEN @extschema@.rl_jittered(retry_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8,
+                                                         limit_jitter, $1, $2)
+                            ELSE retry_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8 END,
+                       reset_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8, limit_burst, $1, limit_quota,
+                       limit_per, refill_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8
+                      )::@extschema@.rate_limit_decision;
         END LOOP;
     END IF;
-    IF pg_catalog.num_nulls($1, $2, $3) > 0 THEN
-        PERFORM @extschema@.rl_null_argument('rate_limit_take', ARRAY['name', 'key', 'cost'],
-                                 ARRAY[$1, $2, $3::text], 'Every argument of this function needs a value.');
-    END IF;
-    RETURN @extschema@.rl_policy_call('rate_limit_take', $1, $2, $3, 0::float8, 'take');
+    RETURN NULL;
 END
 $$;
+
+-- A take by a policy's name: its common case is rl_quick_call's, the rest
+-- rl_policy_call's.
+--
+-- The only SECURITY DEFINER routine without a SET search_path clause: a
+-- SET clause costs each call nearly a tenth of its time (the setting is
+-- made and undone, and the namespace search path computed anew, on every
+-- call).  It resolves nothing through its caller's search_path instead:
+-- every operator is OPERATOR(pg_catalog.x), every function, type and table
+-- schema-qualified (bigint and interval are keywords of the grammar, which
+-- names pg_catalog's types), as in every routine without the clause
+-- (ratelimit.sql); casts, coercions and the comparisons of greatest() are
+-- found by type, not by name; its PL/pgSQL variables' types are qualified
+-- too, for PL/pgSQL resolves them when it first compiles the function in
+-- a session, under that caller's search_path.  What it calls is either
+-- pinned or qualified the same way.  test/cluster/portable_install.sh
+-- checks the text of every such routine, and calls it under a search_path
+-- that plants a trap for each name it could resolve otherwise.
+-- Its text is rl_quick_call's, made here for a take by a policy's name
+-- (op 'take', rate and burst NULL, which the planner folds away), with the
+-- general way in place of its last RETURN NULL: so that the call made on
+-- every request calls no second PL/pgSQL function, which measured about a
+-- seventh of a take's time.
+DO $take$
+DECLARE
+    body pg_catalog.text;
+    tail CONSTANT pg_catalog.text := E'\n    RETURN NULL;\nEND\n';
+BEGIN
+    SELECT p.prosrc INTO STRICT body FROM pg_catalog.pg_proc AS p
+     WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure(pg_catalog.format(
+               '%I.rl_quick_call(pg_catalog.text, pg_catalog.text, pg_catalog.float8, pg_catalog.text, pg_catalog.float8, pg_catalog.float8)', pg_catalog.current_schema()));
+    IF pg_catalog.right(body, pg_catalog.length(tail)) OPERATOR(pg_catalog.<>) tail THEN
+        RAISE EXCEPTION 'rl_quick_call does not end as rate_limit_take expects'
+            USING ERRCODE = 'internal_error',
+                  DETAIL = 'rate_limit_take(name, key, cost) is made from the text of rl_quick_call, which ends in RETURN NULL.';
+    END IF;
+    body := pg_catalog.left(body, OPERATOR(pg_catalog.-) pg_catalog.length(tail)) OPERATOR(pg_catalog.||) $general$
+    IF pg_catalog.num_nulls($1, $2, $3) OPERATOR(pg_catalog.>) 0 THEN
+        PERFORM @extschema@.rl_null_argument('rate_limit_take', ARRAY['name', 'key', 'cost'],
+                                             ARRAY[$1, $2, $3::pg_catalog.text],
+                                             'Every argument of this function needs a value.');
+    END IF;
+    RETURN @extschema@.rl_policy_call('rate_limit_take', $1, $2, $3, '0'::pg_catalog.float8, 'take');
+END
+$general$;
+    body := pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(body,
+                '$4', '''take''::pg_catalog.text'), '$5', 'NULL::pg_catalog.float8'), '$6', 'NULL::pg_catalog.float8');
+    EXECUTE pg_catalog.format('CREATE OR REPLACE FUNCTION %1$I.rate_limit_take(name text, key text, cost float8 DEFAULT 1)
+                               RETURNS %1$I.rate_limit_decision LANGUAGE plpgsql VOLATILE SECURITY DEFINER AS %2$L',
+                              pg_catalog.current_schema(), body);
+END
+$take$;
 COMMENT ON FUNCTION rate_limit_take(text, text, float8) IS
     'takes cost tokens from the bucket (name, key) with the rate and burst of policy name';
+
+CREATE FUNCTION rate_limit_check(name text, key text, cost float8 DEFAULT 1)
+RETURNS rate_limit_decision
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF pg_catalog.num_nulls($1, $2, $3) > 0 THEN
+        PERFORM @extschema@.rl_null_argument('rate_limit_check', ARRAY['name', 'key', 'cost'],
+                                 ARRAY[$1, $2, $3::text], 'Every argument of this function needs a value.');
+    END IF;
+    RETURN coalesce(@extschema@.rl_quick_call($1, $2, $3, 'check', NULL::float8, NULL::float8),
+                    @extschema@.rl_policy_call('rate_limit_check', $1, $2, $3, 0::float8, 'check'));
+END
+$$;
+COMMENT ON FUNCTION rate_limit_check(text, text, float8) IS
+    'answers as rate_limit_take(name, key, cost) would, without consuming or writing anything';
 
 CREATE FUNCTION rate_limit_take(name text, key text, cost float8, max_wait interval)
 RETURNS rate_limit_decision

@@ -92,32 +92,24 @@ COMMENT ON FUNCTION rl_quick_holds(float8, float8, float8, float8, float8) IS
 -- The wait in whole microseconds until a bucket holding tokens (as
 -- rl_quick_holds), stamped elapsed_us before the clock reading, holds level,
 -- given estimate (rl_quick_estimate of its balance at the clock reading):
--- what rl_wait_micros finds from rl_micros_until's estimate where this can
--- tell, else NULL.  Both loops end at the least wait that holds (the
--- balance only grows with time): here the estimate, the one before it or
--- the one after, found as the one that holds while the one before does
--- not.  elapsed_us + a wait counts whole microseconds below 2^53: exactly.
+-- what rl_wait_micros finds from rl_micros_until's estimate where the
+-- estimate itself is that wait, else NULL.  Both loops end at the least wait
+-- that holds (the balance only grows with time): the estimate, where it
+-- holds and the one before it does not.  elapsed_us + a wait counts whole
+-- microseconds below 2^53: exactly.  Where the estimate is a microsecond off
+-- (rounding; rare) the caller takes the general way, which finds the wait by
+-- those loops: so the expression is small, for every transaction builds it
+-- anew.
 CREATE FUNCTION rl_quick_wait(elapsed_us float8, tokens float8, gap float8, estimate float8, level float8,
                               rate float8) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT CASE WHEN NOT (estimate OPERATOR(pg_catalog.>=) '1'::pg_catalog.float8
-                            AND estimate OPERATOR(pg_catalog.<) '1125899906842624'::pg_catalog.float8)
-                  THEN NULL
-                  WHEN estimate OPERATOR(pg_catalog.>) '1'::pg_catalog.float8
-                       AND @extschema@.rl_quick_holds(elapsed_us OPERATOR(pg_catalog.+)
-                                                      (estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8),
-                                                      tokens, gap, level, rate)
-                  THEN CASE WHEN estimate OPERATOR(pg_catalog.>) '2'::pg_catalog.float8
-                                 AND @extschema@.rl_quick_holds(elapsed_us OPERATOR(pg_catalog.+)
-                                                                (estimate OPERATOR(pg_catalog.-) '2'::pg_catalog.float8),
-                                                                tokens, gap, level, rate)
-                            THEN NULL
-                            ELSE estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8 END
-                  WHEN @extschema@.rl_quick_holds(elapsed_us OPERATOR(pg_catalog.+) estimate, tokens, gap, level, rate)
-                  THEN estimate
-                  WHEN @extschema@.rl_quick_holds(elapsed_us OPERATOR(pg_catalog.+)
-                                                  (estimate OPERATOR(pg_catalog.+) '1'::pg_catalog.float8),
-                                                  tokens, gap, level, rate)
-                  THEN estimate OPERATOR(pg_catalog.+) '1'::pg_catalog.float8 END $$;
+AS $$ SELECT CASE WHEN estimate OPERATOR(pg_catalog.>=) '1'::pg_catalog.float8
+                       AND estimate OPERATOR(pg_catalog.<) '1125899906842624'::pg_catalog.float8
+                       AND @extschema@.rl_quick_holds(elapsed_us OPERATOR(pg_catalog.+) estimate, tokens, gap, level, rate)
+                       AND NOT (estimate OPERATOR(pg_catalog.>) '1'::pg_catalog.float8
+                                AND @extschema@.rl_quick_holds(elapsed_us OPERATOR(pg_catalog.+)
+                                                               (estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8),
+                                                               tokens, gap, level, rate))
+                  THEN estimate END $$;
 COMMENT ON FUNCTION rl_quick_wait(float8, float8, float8, float8, float8, float8) IS
-    'the wait of rl_wait_micros under a plain limit, inlined where it is within a microsecond of its estimate';
+    'the wait of rl_wait_micros under a plain limit, inlined where it is its estimate';

@@ -18,12 +18,13 @@
 -- No routine resolves a name or an operator through its caller's
 -- search_path, nor finds one that another role could put in this schema.
 -- A routine either has a SET search_path = pg_catalog, pg_temp clause (the
--- SECURITY DEFINER functions, and those that run at most a few times a
--- call or only to raise an error), or, for speed, has none and writes
--- every operator as OPERATOR(pg_catalog.x) and every function, type and
--- table schema-qualified (the algebra and the other helpers on every
--- call's way: a SET clause costs each call of a function a good deal, and
--- keeps a LANGUAGE sql function from being inlined).  Either way the
+-- SECURITY DEFINER functions but the take by a policy's name, and those
+-- that run at most a few times a call or only to raise an error), or, for
+-- speed, has none and writes every operator as OPERATOR(pg_catalog.x) and
+-- every function, type and table schema-qualified (the algebra, the other
+-- helpers on every call's way, and rate_limit_take(name, key, cost): a SET
+-- clause costs each call of a function a good deal, and keeps a LANGUAGE
+-- sql function from being inlined; see policy_take.sql).  Either way the
 -- limiter's own objects are named @extschema@.name, which the extension's
 -- install replaces by the schema, and which this script replaces once
 -- every routine is created (created unchecked, checked then); and the
@@ -379,59 +380,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION rate_limit_take(
-    name         text,
-    key          text,
-    cost         float8,
-    rate         float8,
-    burst        float8,
-    reserve      boolean DEFAULT false,
-    max_reserved float8  DEFAULT NULL)
-RETURNS rate_limit_decision
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF pg_catalog.num_nulls($1, $2, $3, $4, $5, $6) > 0 THEN
-        PERFORM @extschema@.rl_null_argument('rate_limit_take', ARRAY['name', 'key', 'cost', 'rate', 'burst', 'reserve'],
-                                 ARRAY[$1, $2, $3::text, $4::text, $5::text, $6::text],
-                                 'Only max_reserved may be NULL, meaning no cap on reserved debt.');
-    END IF;
-    PERFORM @extschema@.rl_explicit_name('rate_limit_take', $1, $2);
-    RETURN @extschema@.rl_explicit_call('rate_limit_take', $1, $2, ROW($4, $5, 0, 0, 0, 0)::@extschema@.rl_limit,
-                            ROW($3, $6, $7 IS NOT NULL, coalesce($7, 0), 'Infinity')::@extschema@.rl_request,
-                            'per_second', 'take', 0::float8, $4, '1 second'::interval);
-END
-$$;
-COMMENT ON FUNCTION rate_limit_take(text, text, float8, float8, float8, boolean, float8) IS
-    'takes cost tokens from the bucket (name, key) that refills at rate tokens per second up to burst; a denial changes nothing; rolled back with the caller''s transaction';
-
-CREATE FUNCTION rate_limit_check(
-    name         text,
-    key          text,
-    cost         float8,
-    rate         float8,
-    burst        float8,
-    reserve      boolean DEFAULT false,
-    max_reserved float8  DEFAULT NULL)
-RETURNS rate_limit_decision
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF pg_catalog.num_nulls($1, $2, $3, $4, $5, $6) > 0 THEN
-        PERFORM @extschema@.rl_null_argument('rate_limit_check', ARRAY['name', 'key', 'cost', 'rate', 'burst', 'reserve'],
-                                 ARRAY[$1, $2, $3::text, $4::text, $5::text, $6::text],
-                                 'Only max_reserved may be NULL, meaning no cap on reserved debt.');
-    END IF;
-    PERFORM @extschema@.rl_explicit_name('rate_limit_check', $1, $2);
-    RETURN @extschema@.rl_explicit_call('rate_limit_check', $1, $2, ROW($4, $5, 0, 0, 0, 0)::@extschema@.rl_limit,
-                            ROW($3, $6, $7 IS NOT NULL, coalesce($7, 0), 'Infinity')::@extschema@.rl_request,
-                            'per_second', 'check', 0::float8, $4, '1 second'::interval);
-END
-$$;
-COMMENT ON FUNCTION rate_limit_check(text, text, float8, float8, float8, boolean, float8) IS
-    'answers as rate_limit_take would, without consuming or writing anything';
+\ir explicit_take.sql
 
 -- Explicit parameters in the units of rate_limit_define: rate tokens per
 -- period per, burst by default the rate, reserving within max_wait.

@@ -20,14 +20,16 @@ DROP FUNCTION rl_policies_change();
 \ir ../sql/src/define.sql
 \ir ../sql/src/headers_policy.sql
 
--- 0.4.0 takes by a policy's name in one read and one write in the common
--- case, in expressions PostgreSQL inlines (quick.sql), and tells
--- YugabyteDB from PostgreSQL (platform.sql): there it reads policies and
--- purges without system columns (policy_lookup.sql, maintenance.sql).
+-- 0.4.0 takes and checks by a policy's name, and with explicit parameters
+-- in tokens a second, in one read and at most one write in the common case,
+-- in expressions PostgreSQL inlines (quick.sql), and tells YugabyteDB from
+-- PostgreSQL (platform.sql): there it reads policies and purges without
+-- system columns (policy_lookup.sql, maintenance.sql).
 \ir platform.sql
 \ir quick.sql
 \ir policy_lookup.sql
 \ir policy_take.sql
+\ir explicit_take.sql
 \ir maintenance.sql
 
 -- The new routines' privileges, as an install gives them.

@@ -147,8 +147,12 @@ plain AS (
                '\mON\s+CONFLICT\s+ON\s+CONSTRAINT\s+\w+', ' ', 'gi') AS code
       FROM routine AS r WHERE NOT r.pinned),
 finding AS (
+    -- The take by a policy's name runs on every request: it has no SET
+    -- clause, and is checked as every routine without one (policy_take.sql).
     SELECT r.routine, 'SECURITY DEFINER without search_path = pg_catalog, pg_temp' AS what
-      FROM routine AS r WHERE r.prosecdef AND NOT r.pinned
+      FROM routine AS r
+     WHERE r.prosecdef AND NOT r.pinned
+       AND r.routine OPERATOR(pg_catalog.<>) 'limits.rate_limit_take(text,text,double precision)'
     UNION ALL
     SELECT r.routine, 'executable by PUBLIC'
       FROM routine AS r

@@ -76,7 +76,10 @@ SELECT name, key, tokens FROM ratelimit.buckets WHERE name LIKE 'grants%' ORDER 
 -- search_path; so does every other SECURITY DEFINER function: pg_catalog
 -- and pg_temp, in the native extension and in the portable one
 -- (ratelimit_portable), which both name their own objects with their
--- schema.
+-- schema.  One has none: the portable take by a policy's name, which runs
+-- on every request and resolves nothing through its caller's search_path
+-- (portable/policy_take.sql; test/cluster/portable_install.sh checks its
+-- text and calls it under a search_path full of traps).
 SELECT p.proname, p.prosecdef
   FROM pg_proc AS p JOIN pg_depend AS d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
   JOIN pg_extension AS e ON e.oid = d.refobjid AND e.extname IN ('ratelimit', 'ratelimit_portable')
@@ -85,7 +88,9 @@ SELECT p.oid::regprocedure AS definer_without_search_path
   FROM pg_proc AS p JOIN pg_depend AS d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
   JOIN pg_extension AS e ON e.oid = d.refobjid AND e.extname IN ('ratelimit', 'ratelimit_portable')
  WHERE p.prosecdef
-   AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false);
+   AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false)
+   AND NOT (e.extname = 'ratelimit_portable' AND p.proname = 'rate_limit_take'
+            AND pg_get_function_identity_arguments(p.oid) = 'name text, key text, cost double precision');
 
 -- Policies are not secret: a role with only the default grants gets a
 -- policy's header values (its burst and window), though it cannot read

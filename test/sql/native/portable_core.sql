@@ -237,6 +237,120 @@ WHERE row((native).allowed, (native).remaining, (native).retry_after, (native).r
           (portable).refill_after)
 ORDER BY t.i LIMIT 5;
 
+-- Then checks by a policy's name of the same buckets, a second later: the
+-- portable rate_limit_check takes the same common way (rl_quick_call), and
+-- must answer as the native one, and write nothing.
+CREATE TEMP TABLE checks (i int, native rate_limit_decision, portable portable_core.rate_limit_decision,
+                          general boolean);
+DO $$
+DECLARE
+    c record;
+    before bigint;
+BEGIN
+    FOR c IN SELECT cases.* FROM cases JOIN ratelimit.policies AS p USING (name)
+              WHERE cases.cost <= p.burst ORDER BY i LOOP
+        PERFORM pg_catalog.set_config('ratelimit.fixed_clock', (c.clock_s + 1)::text, false);
+        PERFORM pg_catalog.set_config('portable_core.clock', (c.clock_s + 1)::text, false);
+        before := pg_catalog.nextval('portable_core.general_calls');
+        INSERT INTO checks
+        SELECT c.i, rate_limit_check(c.name, 't' || c.i, c.cost),
+               portable_core.rate_limit_check(c.name, 't' || c.i, c.cost),
+               pg_catalog.nextval('portable_core.general_calls') > before + 1;
+    END LOOP;
+END
+$$;
+RESET ratelimit.fixed_clock;
+SELECT count(*) AS checks,
+       count(*) FILTER (WHERE row((native).*) IS DISTINCT FROM row((portable).*)) AS differ,
+       count(*) FILTER (WHERE (native).allowed AND NOT general) > 500 AS some_granted_so,
+       count(*) FILTER (WHERE NOT (native).allowed AND NOT general) > 50 AS some_denied_so,
+       count(*) FILTER (WHERE c.name NOT IN ('pc-plain', 'pc-slow', 'pc-reserve') AND NOT general) AS other_common
+FROM checks JOIN cases AS c USING (i);
+SELECT count(*) AS same_after_checks
+FROM ratelimit.buckets AS n
+JOIN (SELECT b.name, b.key, b.tokens, portable_core.rl_timestamp(b.stamp_us) AS last_refill,
+             portable_core.rl_timestamp(b.full_at_us) AS full_at
+        FROM portable_core.rl_buckets AS b) AS p USING (name, key)
+WHERE n.key LIKE 't%' AND n.tokens IS NOT DISTINCT FROM p.tokens AND n.last_refill IS NOT DISTINCT FROM p.last_refill
+  AND n.full_at IS NOT DISTINCT FROM p.full_at;
+SELECT t.i, c.name, t.general, t.native, t.portable FROM checks AS t JOIN cases AS c USING (i)
+WHERE row((native).*) IS DISTINCT FROM row((portable).*) ORDER BY t.i LIMIT 5;
+
+-- The buckets of the plain policies' cases again, under names no policy
+-- governs ('px-...', keys 'x<i>'), taken and then checked with explicit
+-- parameters in tokens a second (the policies' rate and burst): the same
+-- common way, the same decisions and state.  A copy of rl_explicit_call
+-- that counts its calls stands in for the general way.
+ALTER FUNCTION portable_core.rl_explicit_call(text, text, text, portable_core.rl_limit, portable_core.rl_request,
+                                              text, text, float8, float8, interval)
+    RENAME TO rl_explicit_call_general;
+CREATE FUNCTION portable_core.rl_explicit_call(function_name text, p_name text, p_key text,
+                                               l portable_core.rl_limit, r portable_core.rl_request, form text,
+                                               op text, amount float8, quota float8, per interval)
+RETURNS portable_core.rate_limit_decision
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    PERFORM pg_catalog.nextval('portable_core.general_calls');
+    RETURN portable_core.rl_explicit_call_general(function_name, p_name, p_key, l, r, form, op, amount, quota, per);
+END
+$$;
+CREATE TEMP TABLE explicit_cases AS
+SELECT c.i, 'px' || substr(c.name, 3) AS name, 'x' || c.i AS key, c.tokens, c.stamp_us, c.blocked_us, c.clock_s,
+       c.cost, p.tokens_per_second AS rate, p.burst
+FROM cases AS c JOIN portable_core.rl_policies AS p USING (name)
+WHERE c.name IN ('pc-plain', 'pc-slow', 'pc-reserve') AND c.cost <= p.burst;
+INSERT INTO ratelimit.buckets (name, key, tokens, last_refill, full_at, blocked_until)
+SELECT name, key, tokens, '2000-01-01 00:00:00+00'::timestamptz + stamp_us * interval '1 microsecond', 'infinity',
+       CASE WHEN blocked_us = '-9223372036854775808'::bigint THEN '-infinity'::timestamptz
+            ELSE '2000-01-01 00:00:00+00'::timestamptz + blocked_us * interval '1 microsecond' END
+FROM explicit_cases;
+INSERT INTO portable_core.rl_buckets (name, key, tokens, stamp_us, full_at_us, blocked_until_us)
+SELECT name, key, tokens, stamp_us, 9223372036854775807, blocked_us FROM explicit_cases;
+CREATE TEMP TABLE explicit_calls (i int, op text, native rate_limit_decision,
+                                  portable portable_core.rate_limit_decision, general boolean);
+DO $$
+DECLARE
+    c record;
+    before bigint;
+BEGIN
+    FOR c IN SELECT * FROM explicit_cases ORDER BY i LOOP
+        PERFORM pg_catalog.set_config('ratelimit.fixed_clock', c.clock_s::text, false);
+        PERFORM pg_catalog.set_config('portable_core.clock', c.clock_s::text, false);
+        before := pg_catalog.nextval('portable_core.general_calls');
+        INSERT INTO explicit_calls
+        SELECT c.i, 'take', rate_limit_take(c.name, c.key, c.cost, c.rate, c.burst),
+               portable_core.rate_limit_take(c.name, c.key, c.cost, c.rate, c.burst),
+               pg_catalog.nextval('portable_core.general_calls') > before + 1;
+        PERFORM pg_catalog.set_config('ratelimit.fixed_clock', (c.clock_s + 1)::text, false);
+        PERFORM pg_catalog.set_config('portable_core.clock', (c.clock_s + 1)::text, false);
+        before := pg_catalog.nextval('portable_core.general_calls');
+        INSERT INTO explicit_calls
+        SELECT c.i, 'check', rate_limit_check(c.name, c.key, c.cost, c.rate, c.burst),
+               portable_core.rate_limit_check(c.name, c.key, c.cost, c.rate, c.burst),
+               pg_catalog.nextval('portable_core.general_calls') > before + 1;
+    END LOOP;
+END
+$$;
+RESET ratelimit.fixed_clock;
+SELECT op, count(*) AS calls,
+       count(*) FILTER (WHERE row((native).*) IS DISTINCT FROM row((portable).*)) AS differ,
+       count(*) FILTER (WHERE (native).allowed AND NOT general) > 100 AS some_granted_so,
+       count(*) FILTER (WHERE NOT (native).allowed AND NOT general) > 20 AS some_denied_so,
+       count(*) FILTER (WHERE e.stamp_us <= ((e.clock_s - 946684800) * 1000000)::bigint
+                          AND e.blocked_us <= ((e.clock_s - 946684800) * 1000000)::bigint AND general) AS plain_general
+FROM explicit_calls JOIN explicit_cases AS e USING (i) GROUP BY op ORDER BY op;
+SELECT count(*) AS buckets,
+       count(*) FILTER (WHERE n.tokens IS DISTINCT FROM p.tokens OR n.last_refill IS DISTINCT FROM p.last_refill
+                          OR n.full_at IS DISTINCT FROM p.full_at) AS differ
+FROM ratelimit.buckets AS n
+JOIN (SELECT b.name, b.key, b.tokens, portable_core.rl_timestamp(b.stamp_us) AS last_refill,
+             portable_core.rl_timestamp(b.full_at_us) AS full_at
+        FROM portable_core.rl_buckets AS b) AS p USING (name, key)
+WHERE n.key LIKE 'x%';
+SELECT t.i, t.op, t.general, t.native, t.portable FROM explicit_calls AS t
+WHERE row((native).*) IS DISTINCT FROM row((portable).*) ORDER BY t.i, t.op LIMIT 5;
+DELETE FROM ratelimit.buckets WHERE name LIKE 'px-%';
+
 DELETE FROM ratelimit.buckets WHERE name LIKE 'pc-%';
 SELECT count(*) AS dropped FROM ratelimit.policies AS p, LATERAL rate_limit_drop(p.name) AS d
 WHERE p.name LIKE 'pc-%';
