@@ -69,18 +69,6 @@ AS $$ SELECT h::numeric OPERATOR(pg_catalog.+) CASE WHEN h OPERATOR(pg_catalog.<
         FROM (SELECT pg_catalog.hashtextextended(p_key COLLATE pg_catalog."C",
                      pg_catalog.hashtextextended(p_name COLLATE pg_catalog."C", seed)) AS h) AS s $$;
 
--- The limit policy p sets for key (PolicyLimit): fixed windows start at
--- window_start, or where the key's hash puts them.
-CREATE FUNCTION rl_policy_limit(p rl_policies, p_name text, p_key text) RETURNS rl_limit
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT ROW(p.tokens_per_second, p.burst,
-                 CASE WHEN p.fixed_window THEN p.window_us ELSE '0'::bigint END,
-                 CASE WHEN NOT p.fixed_window THEN '0'::bigint
-                      WHEN p.window_start_us IS NOT NULL THEN p.window_start_us OPERATOR(pg_catalog.%) p.window_us
-                      ELSE (@extschema@.rl_bucket_hash(p_name, p_key, '131294707347319'::bigint)
-                            OPERATOR(pg_catalog.%) p.window_us::numeric)::bigint END,
-                 p.floor_per_second, coalesce(p.penalty_us, '0'::bigint))::@extschema@.rl_limit $$;
-
 -- A policy call's request (PolicyRequest): reserving within max_wait
 -- seconds, owing at most the policy's max_reserved.
 CREATE FUNCTION rl_policy_request(p rl_policies, cost float8, max_wait float8) RETURNS rl_request
@@ -118,40 +106,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT ROW(d.allowed, d.remaining, d.retry_after, d.reset_after, p.burst, p_name, p.rate,
                  p.per, d.refill_after)::@extschema@.rate_limit_decision $$;
 
--- Take or check (op) cost from key under policy name, reserving within
--- max_wait as the policy allows (PolicyDecision).
-CREATE FUNCTION rl_policy_call(function_name text, p_name text, p_key text, cost float8,
-                               max_wait float8, op text)
-RETURNS rate_limit_decision
-LANGUAGE plpgsql VOLATILE AS $$
-DECLARE
-    p @extschema@.rl_policies;
-    l @extschema@.rl_limit;
-    r @extschema@.rl_request;
-    d @extschema@.rl_decision;
-BEGIN
-    PERFORM @extschema@.rl_check_name_and_key(p_name, p_key);
-    p := @extschema@.rl_policy(p_name);
-    l := @extschema@.rl_policy_limit(p, p_name, p_key);
-    r := @extschema@.rl_policy_request(p, cost, max_wait);
-    PERFORM @extschema@.rl_check_request(l, r, 'policy'::pg_catalog.text, l.rate);
-    IF op OPERATOR(pg_catalog.=) 'check'::pg_catalog.text THEN
-        PERFORM @extschema@.rl_require_readable(function_name);
-    ELSE
-        PERFORM @extschema@.rl_require_writable(function_name);
-    END IF;
-    IF p.shards OPERATOR(pg_catalog.>) 1 THEN
-        d := @extschema@.rl_sharded_call(p_name, p_key, p, l, r, op, '0'::pg_catalog.float8);
-    ELSE
-        d := @extschema@.rl_apply(p_name, p_key, l, r, op, '0'::pg_catalog.float8, p.initial);
-    END IF;
-    IF p.jitter OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 AND NOT d.allowed THEN
-        d.retry_after := @extschema@.rl_jittered(d.retry_after, p.jitter, p_name, p_key);
-    END IF;
-    RETURN @extschema@.rl_policy_answer(d, p, p_name);
-END
-$$;
-
+\ir policy_decide.sql
 \ir policy_take.sql
 
 CREATE FUNCTION rate_limit_check(name text, key text, cost float8, max_wait interval)
@@ -366,146 +321,7 @@ BEGIN
 END
 $$;
 
--- Takes costs[i] (1 each when NULL) from (names[i], keys[i]) under policy
--- names[i] for every i, or from none (TakeAllLimits): the limits checked,
--- merged per bucket in canonical order, taken by rl_take_buckets, and the
--- answer with its binding limit.
-CREATE FUNCTION rl_take_all(names text[], keys text[], costs float8[], max_wait float8)
-RETURNS rate_limit_all_decision
-LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    count integer;
-    key_count integer;
-    cost_count integer;
-    given_policy @extschema@.rl_policies[];
-    given_limit @extschema@.rl_limit[];
-    given_request @extschema@.rl_request[];
-    order_of integer[];
-    -- The distinct buckets, in canonical order.
-    b_name text[] := '{}';
-    b_key text[] := '{}';
-    b_limit @extschema@.rl_limit[] := '{}';
-    b_request @extschema@.rl_request[] := '{}';
-    b_initial float8[] := '{}';
-    b_decision @extschema@.rl_decision[] := '{}';
-    bucket_of integer[];
-    buckets integer := 0;
-    p @extschema@.rl_policies;
-    l @extschema@.rl_limit;
-    r @extschema@.rl_request;
-    d @extschema@.rl_decision;
-    cap float8;
-    all_allowed boolean := true;
-    binding integer := 1;
-    better boolean;
-    longest float8 := 0;
-    remaining float8[] := '{}';
-    decisions @extschema@.rate_limit_decision[] := '{}';
-    result @extschema@.rate_limit_all_decision;
-    c integer;
-BEGIN
-    count := @extschema@.rl_limit_list_elements('rate_limit_take_all', 'names', names);
-    key_count := @extschema@.rl_limit_list_elements('rate_limit_take_all', 'keys', keys);
-    cost_count := count;
-    IF costs IS NOT NULL THEN
-        cost_count := @extschema@.rl_limit_list_elements('rate_limit_take_all', 'costs', costs::text[]);
-    END IF;
-    IF count = 0 THEN
-        PERFORM @extschema@.rl_report_bad_limit_list('No limit was given.');
-    END IF;
-    IF key_count <> count OR cost_count <> count THEN
-        PERFORM @extschema@.rl_report_bad_limit_list(pg_catalog.format(
-            'The lengths of names, keys and costs are %s, %s and %s.', count, key_count, cost_count));
-    END IF;
-    IF count > 64 THEN
-        PERFORM @extschema@.rl_report_too_many_limits(count, 64);
-    END IF;
-    PERFORM @extschema@.rl_require_writable('rate_limit_take_all');
-    -- Subscripts from 1, whatever the arrays' lower bounds.
-    names := names[pg_catalog.array_lower(names, 1):pg_catalog.array_upper(names, 1)];
-    keys := keys[pg_catalog.array_lower(keys, 1):pg_catalog.array_upper(keys, 1)];
-    IF costs IS NOT NULL THEN
-        costs := costs[pg_catalog.array_lower(costs, 1):pg_catalog.array_upper(costs, 1)];
-    END IF;
-
-    FOR i IN 1..count LOOP
-        PERFORM @extschema@.rl_check_name_and_key(names[i], keys[i]);
-        p := @extschema@.rl_policy(names[i]);
-        IF p.shards > 1 THEN
-            PERFORM @extschema@.rl_report_sharded_take_all(names[i]);
-        END IF;
-        l := @extschema@.rl_policy_limit(p, names[i], keys[i]);
-        r := @extschema@.rl_policy_request(p, coalesce(costs[i], 1), max_wait);
-        PERFORM @extschema@.rl_check_request(l, r, 'policy', l.rate);
-        given_policy[i] := p;
-        given_limit[i] := l;
-        given_request[i] := r;
-    END LOOP;
-
-    -- The buckets in canonical order; the costs of a bucket given more than
-    -- once add up (MergeRepeats).
-    SELECT pg_catalog.array_agg(i ORDER BY names[i] COLLATE pg_catalog."C", keys[i] COLLATE pg_catalog."C", i)
-      INTO order_of FROM pg_catalog.generate_series(1, count) AS i;
-    bucket_of := pg_catalog.array_fill(0, ARRAY[count]);
-    FOREACH c IN ARRAY order_of LOOP
-        IF buckets > 0 AND b_name[buckets] = names[c] AND b_key[buckets] = keys[c] THEN
-            r := b_request[buckets];
-            r.cost := r.cost + given_request[c].cost;
-            b_request[buckets] := r;
-            cap := @extschema@.rl_debt_cap(b_limit[buckets], r);
-            IF r.cost > b_limit[buckets].burst + cap THEN
-                PERFORM @extschema@.rl_report_merged_cost_exceeds_burst(names[c], keys[c], b_limit[buckets].burst, cap);
-            END IF;
-        ELSE
-            buckets := buckets + 1;
-            b_name[buckets] := names[c];
-            b_key[buckets] := keys[c];
-            b_limit[buckets] := given_limit[c];
-            b_request[buckets] := given_request[c];
-            b_initial[buckets] := given_policy[c].initial;
-        END IF;
-        bucket_of[c] := buckets;
-    END LOOP;
-    FOR b IN 1..buckets LOOP
-        PERFORM @extschema@.rl_check_request(b_limit[b], b_request[b], 'policy', b_limit[b].rate);
-    END LOOP;
-
-    SELECT t.all_allowed, t.b_decision INTO all_allowed, b_decision
-      FROM @extschema@.rl_take_buckets(b_name, b_key, b_limit, b_request, b_initial) AS t;
-
-    -- The binding limit: denied, the one to wait longest for; granted, the
-    -- one left with the smallest share of its burst; ties: the first given.
-    FOR i IN 2..count LOOP
-        d := b_decision[bucket_of[i]];
-        better := CASE WHEN all_allowed
-                       THEN d.remaining / b_limit[bucket_of[i]].burst
-                            < b_decision[bucket_of[binding]].remaining / b_limit[bucket_of[binding]].burst
-                       ELSE NOT d.allowed AND (b_decision[bucket_of[binding]].allowed
-                                               OR d.retry_after > b_decision[bucket_of[binding]].retry_after) END;
-        IF better THEN
-            binding := i;
-        END IF;
-    END LOOP;
-    FOR i IN 1..count LOOP
-        d := b_decision[bucket_of[i]];
-        remaining := remaining || d.remaining;
-        decisions := decisions || @extschema@.rl_policy_answer(d, given_policy[i], names[i]);
-        IF d.retry_after > longest THEN
-            longest := d.retry_after;
-        END IF;
-    END LOOP;
-    result.allowed := all_allowed;
-    result.retry_after := CASE WHEN all_allowed THEN longest
-                               ELSE b_decision[bucket_of[binding]].retry_after END;
-    result.binding_name := names[binding];
-    result.binding_key := keys[binding];
-    result.remaining := remaining;
-    result.decisions := decisions;
-    RETURN result;
-END
-$$;
+\ir take_all.sql
 
 CREATE FUNCTION rate_limit_take_all(names text[], keys text[], costs float8[] DEFAULT NULL)
 RETURNS rate_limit_all_decision

@@ -33,6 +33,7 @@ DECLARE
     limit_quota pg_catalog.float8;       -- the policy's rate, per limit_per
     limit_per interval;
     limit_jitter pg_catalog.float8;
+    limit_enforce boolean;               -- false: a denial is answered as allowed
     stored_tokens pg_catalog.float8;
     stored_stamp_us bigint;
     stored_blocked_us bigint;
@@ -62,9 +63,9 @@ BEGIN
                              OPERATOR(pg_catalog.=) 'read committed')), false) THEN
         FOR attempt IN 1..2 LOOP
             IF $5 IS NULL THEN
-                SELECT p.tokens_per_second, p.burst, p.rate, p.per, p.jitter,
+                SELECT p.tokens_per_second, p.burst, p.rate, p.per, p.jitter, p.enforce,
                        b.tokens, b.stamp_us, b.blocked_until_us, @extschema@.rl_now()
-                  INTO limit_rate, limit_burst, limit_quota, limit_per, limit_jitter,
+                  INTO limit_rate, limit_burst, limit_quota, limit_per, limit_jitter, limit_enforce,
                        stored_tokens, stored_stamp_us, stored_blocked_us, now_us
                   FROM @extschema@.rl_policies AS p, @extschema@.rl_buckets AS b
                  WHERE p.name OPERATOR(pg_catalog.=) $1 AND b.name OPERATOR(pg_catalog.=) $1
@@ -76,9 +77,9 @@ BEGIN
             ELSE
                 -- No policy of that name as committed when this statement
                 -- began (READ COMMITTED: as rl_find_policy finds it).
-                SELECT $5, $6, $5, '1 second'::interval, '0'::pg_catalog.float8,
+                SELECT $5, $6, $5, '1 second'::interval, '0'::pg_catalog.float8, true,
                        b.tokens, b.stamp_us, b.blocked_until_us, @extschema@.rl_now()
-                  INTO limit_rate, limit_burst, limit_quota, limit_per, limit_jitter,
+                  INTO limit_rate, limit_burst, limit_quota, limit_per, limit_jitter, limit_enforce,
                        stored_tokens, stored_stamp_us, stored_blocked_us, now_us
                   FROM @extschema@.rl_buckets AS b
                  WHERE b.name OPERATOR(pg_catalog.=) $1 AND b.key OPERATOR(pg_catalog.=) $2
@@ -158,7 +159,8 @@ BEGIN
                            limit_per, refill_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8
                           )::@extschema@.rate_limit_decision;
             END IF;
-            -- Denied: the waits of the bucket as stored; nothing written.
+            -- Denied: the waits of the bucket as stored; nothing written.  A
+            -- report-only policy's would-be denial is answered as allowed.
             balance := @extschema@.rl_quick_balance(stored_tokens, stored_stamp_us, now_us, limit_rate, limit_burst);
             elapsed := (now_us OPERATOR(pg_catalog.-) stored_stamp_us)::pg_catalog.float8;
             capped := CASE WHEN stored_tokens OPERATOR(pg_catalog.<) limit_burst THEN stored_tokens ELSE limit_burst END;
@@ -182,7 +184,7 @@ BEGIN
                                                        estimate, whole, limit_rate);
                 EXIT WHEN refill_us IS NULL;
             END IF;
-            RETURN ROW(false, balance,
+            RETURN ROW(NOT limit_enforce, balance,
                        CASE WHEN limit_jitter OPERATOR(pg_catalog.>) '0'::pg_catalog.float8
                             THEN @extschema@.rl_jittered(retry_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8,
                                                          limit_jitter, $1, $2)

@@ -17,7 +17,9 @@
 DROP FUNCTION rl_policies_change();
 \ir policy_changes.sql
 \ir memory_engine.sql
-\ir ../sql/src/define.sql
+-- rate_limit_define's new last parameter, enforce, with its column in
+-- rl_policies and the view rate_limit_policies.
+\ir ../sql/src/enforce_upgrade.sql
 \ir ../sql/src/headers_policy.sql
 
 -- 0.4.0 takes and checks by a policy's name, and with explicit parameters
@@ -29,6 +31,10 @@ DROP FUNCTION rl_policies_change();
 \ir quick.sql
 \ir policy_lookup.sql
 \ir policy_take.sql
+-- A report-only policy (enforce false) starts no penalty box and answers
+-- its would-be denials as allowed, also among several limits at once.
+\ir policy_decide.sql
+\ir take_all.sql
 \ir explicit_take.sql
 \ir maintenance.sql
 

@@ -13,7 +13,10 @@
 -- with the portable limiter and the router).  Its objects are those of
 -- 0.3.0 but for the comment of rate_limit_headers(decision, policy, rate),
 -- which named the native table, and the memory engine's counters of places
--- (rate_limit_memory_stats), new.
+-- (rate_limit_memory_stats), new, and rate_limit_define's new last
+-- parameter, enforce, with its column in ratelimit.policies and the view
+-- rate_limit_policies.
+\ir src/enforce_upgrade.sql
 \ir src/headers_policy.sql
 \ir memory_stats.sql
 --upgrade: REVOKE ALL ON FUNCTION @extschema@.rate_limit_memory_stats() FROM PUBLIC;

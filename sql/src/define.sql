@@ -165,6 +165,12 @@ BEGIN
                   DETAIL = 'The memory engine serves a hot key without a row lock: there is no queue for shards to spread.',
                   HINT = 'Define the policy with shards => 1, or with storage => ''table''.';
     END IF;
+    IF $14 IS NULL THEN
+        RAISE EXCEPTION 'enforce must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'enforce chooses between refusing what the policy denies and only reporting it.',
+                  HINT = 'Pass true (the default) to refuse, false to grant every call and count what would be denied.';
+    END IF;
     -- Before PostgreSQL 17 the memory engine has shared memory only with the
     -- library preloaded: a memory policy is refused here, when it is
     -- defined, rather than at every call.  A row written otherwise (as
@@ -191,22 +197,22 @@ BEGIN
     END;
     INSERT INTO @rl@policies AS p
         (name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate, shards,
-         max_reserved, penalty, storage)
-    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10, $11, $12, $13)
+         max_reserved, penalty, storage, enforce)
+    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
     ON CONFLICT (name) DO UPDATE
         SET rate = excluded.rate, per = excluded.per, burst = excluded.burst,
             initial = excluded.initial, jitter = excluded.jitter,
             fixed_window = excluded.fixed_window, window_start = excluded.window_start,
             floor_rate = excluded.floor_rate, shards = excluded.shards,
             max_reserved = excluded.max_reserved, penalty = excluded.penalty,
-            storage = excluded.storage
+            storage = excluded.storage, enforce = excluded.enforce
     RETURNING p.* INTO stored;
     RETURN stored;
 END
 $$;
 \set rl_define :"rl_schema" .rate_limit_define( :rl_define_types )
 COMMENT ON FUNCTION :rl_define IS
-    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent; shards splits each key over that many rows for hot keys; a key may owe up to max_reserved tokens after a reservation; once a take is denied, penalty keeps the key denied that long; storage ''memory'' keeps the keys in shared memory instead of a table; returns the stored policy';
+    'defines (or replaces) the policy name: rate tokens per period per, holding at most burst (default: rate); new keys start with initial tokens (default: burst); retry_after gets a per-key jitter of up to the fraction jitter; fixed_window adds the rate at once at each window of length per, starting at window_start (default: spread by key); floor_rate tokens per period are still granted once the burst is spent; shards splits each key over that many rows for hot keys; a key may owe up to max_reserved tokens after a reservation; once a take is denied, penalty keeps the key denied that long; storage ''memory'' keeps the keys in shared memory instead of a table; enforce false makes it report-only: every call is allowed, what it would deny counted; returns the stored policy';
 REVOKE ALL ON FUNCTION :rl_define FROM PUBLIC;
 
 CREATE FUNCTION :"rl_schema".rate_limit_drop(name text)

@@ -22,5 +22,6 @@
 --   max_reserved float8   DEFAULT '0'          the most a key may owe
 --   penalty      interval DEFAULT NULL         how long a denied key stays denied
 --   storage      text     DEFAULT 'table'      'table' or 'memory'
-\set rl_define_params 'name text, rate float8, per interval DEFAULT ''1 second'', burst float8 DEFAULT NULL, initial float8 DEFAULT NULL, jitter float8 DEFAULT ''0'', fixed_window boolean DEFAULT false, window_start interval DEFAULT NULL, floor_rate float8 DEFAULT ''0'', shards integer DEFAULT 1, max_reserved float8 DEFAULT ''0'', penalty interval DEFAULT NULL, storage text DEFAULT ''table'''
-\set rl_define_types 'text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text'
+--   enforce      boolean  DEFAULT true         false: report-only, never refuses
+\set rl_define_params 'name text, rate float8, per interval DEFAULT ''1 second'', burst float8 DEFAULT NULL, initial float8 DEFAULT NULL, jitter float8 DEFAULT ''0'', fixed_window boolean DEFAULT false, window_start interval DEFAULT NULL, floor_rate float8 DEFAULT ''0'', shards integer DEFAULT 1, max_reserved float8 DEFAULT ''0'', penalty interval DEFAULT NULL, storage text DEFAULT ''table'', enforce boolean DEFAULT true'
+\set rl_define_types 'text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text, boolean'

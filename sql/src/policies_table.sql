@@ -35,6 +35,7 @@ CREATE TABLE :rl_policies (
         GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', penalty)
                                               OPERATOR(pg_catalog.*) '1000000'::float8)::bigint) STORED,
     storage           text COLLATE pg_catalog."C" NOT NULL DEFAULT 'table'::text,
+    enforce           boolean NOT NULL DEFAULT true,
     PRIMARY KEY (name),
     CONSTRAINT policies_name_check CHECK (pg_catalog.octet_length(name) OPERATOR(pg_catalog.>=) 1
                                           AND pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=) :rl_max_name_bytes),

@@ -111,6 +111,8 @@ PolicyDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::K
 	if (policy.jitter > 0.0 && !decision.allowed)
 		decision.retry_after = core::Jittered(decision.retry_after, policy.jitter,
 		                                      BucketHash(call.name, call.key, kJitterSeed));
+	/* Counted as the denial it would be; answered as allowed. */
+	(void)ReportOnly(policy, &decision);
 	return DecisionDatum(fcinfo, decision, limit, PolicyLabel(policy, call.name));
 }
 
@@ -133,10 +135,11 @@ TakeAllDecision(FunctionCallInfo fcinfo, const Signature &signature)
 	LimitList limits = ReadLimitList(call);
 	const TakeCount count = StartCount(true);
 	AllDecision decision = TakeAllLimits(limits, call.max_wait, signature);
-	/* Each limit counts the call's outcome, its own cost and the call's wait. */
+	/* Each limit counts the call's outcome (granted, a report-only limit's
+	 * would-be denial is its own), its own cost and the call's wait. */
 	for (int i = 0; i < decision.count; i++) {
 		core::Decision outcome = decision.decisions[i];
-		outcome.allowed = decision.allowed;
+		outcome.allowed = decision.allowed && outcome.allowed;
 		FinishCount(count, DatumGetTextPP(limits.names[i]),
 		            limits.costs != NULL ? DatumGetFloat8(limits.costs[i]) : 1.0, outcome);
 	}

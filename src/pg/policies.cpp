@@ -54,6 +54,7 @@ enum PolicyColumn {
 	kMaxReserved,
 	kPenaltyUs,
 	kStorage,
+	kEnforce,
 	kPolicyColumns
 };
 
@@ -78,7 +79,8 @@ constexpr ColumnSpec kColumns[kPolicyColumns] = {{"name", TEXTOID, false},
                                                  {"shards", INT4OID, false},
                                                  {"max_reserved", FLOAT8OID, false, true},
                                                  {"penalty_us", INT8OID, true, true},
-                                                 {"storage", TEXTOID, false, true}};
+                                                 {"storage", TEXTOID, false, true},
+                                                 {"enforce", BOOLOID, false, true}};
 
 /* The engine a storage column's value names, or NULL. */
 const BucketEngine *
@@ -262,6 +264,12 @@ ReadPolicy(text *name, Policy *policy, bool *cacheable)
 			ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "shards");
 		if (policy->fixed_window && policy->window_us <= 0)
 			ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "window_us");
+		/* No column (before 0.4.0): enforced.  A report-only policy never
+		 * starts a penalty box: a box would refuse nothing, and its
+		 * would-be denials would then be the box's, not the bucket's. */
+		policy->enforce = null[kEnforce] || DatumGetBool(value[kEnforce]);
+		if (!policy->enforce)
+			policy->limit.penalty_us = 0;
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
@@ -301,6 +309,15 @@ PolicyRequest(const Policy &policy, double cost, double max_wait)
 	return request;
 }
 
+bool
+ReportOnly(const Policy &policy, core::Decision *decision)
+{
+	if (policy.enforce || decision->allowed)
+		return false;
+	decision->allowed = true;
+	return true;
+}
+
 LimitLabel
 PolicyLabel(const Policy &policy, text *name)
 {
@@ -319,10 +336,11 @@ PoliciesChanged(Oid relid)
 
 namespace {
 
-/* The columns of ratelimit.policies a bucket's limit and start follow. */
-constexpr const char *kLimitColumns[] = {"tokens_per_second", "burst",        "initial",
-                                         "window_us",         "fixed_window", "window_start_us",
-                                         "floor_per_second",  "penalty_us",   "storage"};
+/* The columns of ratelimit.policies a bucket's limit and start follow
+ * (enforce: a report-only policy's limit has no penalty box). */
+constexpr const char *kLimitColumns[] = {
+    "tokens_per_second", "burst",      "initial", "window_us", "fixed_window", "window_start_us",
+    "floor_per_second",  "penalty_us", "storage", "enforce"};
 
 /* Whether `old_row` and `new_row` give their buckets the same limit. */
 bool

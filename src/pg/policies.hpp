@@ -33,6 +33,7 @@ struct Policy {
 	int64 window_start_us;      /* otherwise each key's windows start at its hash */
 	int shards;                 /* rows a key is split over (1: not split) */
 	const BucketEngine *engine; /* keeps its buckets: the storage it names */
+	bool enforce;               /* false: report-only (limit.penalty_us is then 0) */
 };
 
 /* Registers the relcache callback that marks the policy cache stale. */
@@ -53,6 +54,12 @@ core::Limit PolicyLimit(const Policy &policy, text *name, text *key);
  * `max_wait` seconds (0: no reservation) as far as the policy's
  * max_reserved allows. */
 core::Request PolicyRequest(const Policy &policy, double cost, double max_wait);
+
+/* A take or check of a report-only policy that `decision` denies: allowed
+ * all the same, with every other column the denial's.  Nothing else for an
+ * enforced policy or a grant.  Returns whether it was such a would-be
+ * denial. */
+bool ReportOnly(const Policy &policy, core::Decision *decision);
 
 /* What a decision row says of policy `name`: its rate per its per. */
 LimitLabel PolicyLabel(const Policy &policy, text *name);

@@ -40,7 +40,7 @@ ArrayElements(ArrayType *array, Oid type, int16 length, bool by_value, char alig
 /* The BucketTake of limit `i` of `list`, under its policy, reserving
  * within `max_wait`; its label into *label. */
 BucketTake
-ResolveLimit(const LimitList &list, int i, double max_wait, LimitLabel *label)
+ResolveLimit(const LimitList &list, int i, double max_wait, LimitLabel *label, bool *enforce)
 {
 	text *name = DatumGetTextPP(list.names[i]);
 	text *key = DatumGetTextPP(list.keys[i]);
@@ -53,6 +53,7 @@ ResolveLimit(const LimitList &list, int i, double max_wait, LimitLabel *label)
 	    PolicyRequest(policy, list.costs != NULL ? DatumGetFloat8(list.costs[i]) : 1.0, max_wait);
 	CheckRequest(limit, request, CallForm::kPolicy);
 	*label = PolicyLabel(policy, name);
+	*enforce = policy.enforce;
 	return BucketTake{name, key, limit, request, policy.engine, core::Decision{}};
 }
 
@@ -151,6 +152,41 @@ TakeEvery(BucketTake *takes, int count)
 	return false;
 }
 
+bool
+TakeEnforced(BucketTake *takes, int count, const bool *enforce)
+{
+	BucketTake *active = static_cast<BucketTake *>(palloc(sizeof(BucketTake) * count));
+	int *position = static_cast<int *>(palloc(sizeof(int) * count));
+	bool *left_out = static_cast<bool *>(palloc0(sizeof(bool) * count));
+	for (;;) {
+		int taking = 0;
+		for (int b = 0; b < count; b++) {
+			if (left_out[b])
+				continue;
+			active[taking] = takes[b];
+			position[taking++] = b;
+		}
+		const bool allowed = taking == 0 || TakeEvery(active, taking);
+		bool would_deny = false;
+		bool denied = false; /* by an enforced limit, whatever the others say */
+		for (int i = 0; i < taking; i++) {
+			takes[position[i]].decision = active[i].decision;
+			if (!active[i].decision.allowed) {
+				if (enforce[position[i]])
+					denied = true;
+				else
+					would_deny = true;
+			}
+		}
+		if (allowed || denied || !would_deny)
+			return allowed;
+		/* Only report-only limits denied: the others decide without them. */
+		for (int i = 0; i < taking; i++)
+			if (!active[i].decision.allowed)
+				left_out[position[i]] = true;
+	}
+}
+
 LimitList
 ReadLimitList(const TakeAllCall &call)
 {
@@ -178,8 +214,9 @@ TakeAllLimits(const LimitList &list, double max_wait, const Signature &signature
 	const int count = list.count;
 	BucketTake *given = static_cast<BucketTake *>(palloc0(sizeof(BucketTake) * count));
 	LimitLabel *labels = static_cast<LimitLabel *>(palloc0(sizeof(LimitLabel) * count));
+	bool *given_enforce = static_cast<bool *>(palloc(sizeof(bool) * count));
 	for (int i = 0; i < count; i++)
-		given[i] = ResolveLimit(list, i, max_wait, &labels[i]);
+		given[i] = ResolveLimit(list, i, max_wait, &labels[i], &given_enforce[i]);
 
 	BucketTake *takes = static_cast<BucketTake *>(palloc0(sizeof(BucketTake) * count));
 	int *bucket_of = static_cast<int *>(palloc(sizeof(int) * count));
@@ -190,7 +227,11 @@ TakeAllLimits(const LimitList &list, double max_wait, const Signature &signature
 			ReportMixedStorage(text_to_cstring(takes[0].name), takes[0].engine->holds,
 			                   text_to_cstring(takes[b].name), takes[b].engine->holds);
 	RequireEngine(*takes[0].engine, signature, true);
-	bool allowed = TakeEvery(takes, buckets);
+	/* A bucket's limits are one policy's: enforced or report-only alike. */
+	bool *enforce = static_cast<bool *>(palloc(sizeof(bool) * buckets));
+	for (int i = 0; i < count; i++)
+		enforce[bucket_of[i]] = given_enforce[i];
+	bool allowed = TakeEnforced(takes, buckets, enforce);
 
 	const BucketTake &bound = takes[bucket_of[BindingLimit(takes, bucket_of, count, allowed)]];
 	Datum *remaining = static_cast<Datum *>(palloc(sizeof(Datum) * count));
@@ -203,7 +244,8 @@ TakeAllLimits(const LimitList &list, double max_wait, const Signature &signature
 		remaining[i] = Float8GetDatum(take.decision.remaining);
 		decisions[i] = take.decision;
 		capacities[i] = take.limit.burst;
-		if (take.decision.retry_after > longest)
+		/* Granted, a report-only limit's would-be denial sets no wait. */
+		if (take.decision.retry_after > longest && (take.decision.allowed || !allowed))
 			longest = take.decision.retry_after;
 	}
 	AllDecision decision;

@@ -25,6 +25,12 @@ namespace ratelimit::pg {
  * recorded, so that it starts earning. */
 bool TakeEvery(BucketTake *takes, int count);
 
+/* As TakeEvery, but a report-only bucket (enforce[b] false) that denies
+ * refuses nothing: the others are taken without it, or refused by their
+ * own denial.  Granted, a bucket left out so still has its denial
+ * (decision.allowed false) and nothing was taken from it. */
+bool TakeEnforced(BucketTake *takes, int count, const bool *enforce);
+
 /* The limits of one call: (names[i], keys[i], costs[i]) for i < count. */
 struct LimitList {
 	int count;

@@ -136,6 +136,17 @@ for level in rc rr serializable; do
         RL_FAILURES=$((RL_FAILURES + 1))
     fi
 done
+# A report-only memory policy: every take allowed, the grants (the takes
+# that took) within the same bounds.
+out=$(PGDATABASE=memory_load timeout -k 10 180 "$load" --storage memory --report-only --clients 8 \
+      --seconds 5 --keys 1 --isolation rc --rollback 0.10 --rate 200 --burst 100 2>&1 || true)
+printf '%s\n' "$out" | sed 's/^/  /'
+if grep -Eq '^load:.*PASS[[:space:]]*$' <<<"$out"; then
+    printf 'ok: memory engine, report-only policy, 8 clients on one key\n'
+else
+    printf 'FAILED: memory engine, report-only policy, 8 clients on one key\n'
+    RL_FAILURES=$((RL_FAILURES + 1))
+fi
 q -c "DROP DATABASE memory_load"
 
 # Escrow: a take pending in an open transaction counts as spent, refill

@@ -53,8 +53,13 @@ constexpr const char *kConnectTimeout = "10";
 constexpr const char *kTakeSql = "SELECT allowed FROM rate_limit_take($1, $2, $3, $4, $5)";
 /* With --storage: the take of a policy defined with that storage. */
 constexpr const char *kPolicyTakeSql = "SELECT allowed FROM rate_limit_take($1, $2, $3)";
+/* With --report-only as well: true for a grant, false for a would-be denial
+ * (allowed, with a wait: nothing was taken), NULL (an error) for a refusal,
+ * which a report-only policy never gives. */
+constexpr const char *kReportOnlyTakeSql =
+    "SELECT CASE WHEN allowed THEN retry_after = 0 END FROM rate_limit_take($1, $2, $3)";
 constexpr const char *kDefineSql =
-    "SELECT rate_limit_define($1, $2, '1 second', $3, storage => $4)";
+    "SELECT rate_limit_define($1, $2, '1 second', $3, storage => $4, enforce => $5)";
 
 /* Errors that carry no SQLSTATE get these labels in the per-code counts. */
 constexpr const char *kNoSqlstate = "no-sqlstate";
@@ -91,8 +96,9 @@ struct Options {
 	double lower_bound = 0.98;
 	uint64_t seed = 0;
 	bool seed_given = false;
-	std::string tolerate; /* a SQLSTATE counted and printed, not failed on */
-	std::string storage;  /* "" = explicit limits; else a policy with this storage */
+	std::string tolerate;     /* a SQLSTATE counted and printed, not failed on */
+	std::string storage;      /* "" = explicit limits; else a policy with this storage */
+	bool report_only = false; /* the policy is report-only: denials are would-be denials */
 };
 
 /* What one client saw.  Only its own thread writes it until join(). */
@@ -146,6 +152,8 @@ usage(FILE *out)
 	    "                       without failing on them\n"
 	    "  --storage ENGINE     define policy --name with --rate per second, --burst and this\n"
 	    "                       storage (table or memory), and take by policy\n"
+	    "  --report-only        with --storage: the policy is report-only (enforce false);\n"
+	    "                       every take must be allowed, would-be denials count as denials\n"
 	    "  --help               show this help\n"
 	    "\n"
 	    "Exit status: 0 PASS, 1 FAIL, 2 usage or connection problem.\n");
@@ -190,6 +198,7 @@ parse_options(int argc, char **argv, Options *opts)
 		kOptSeed,
 		kOptTolerate,
 		kOptStorage,
+		kOptReportOnly,
 		kOptHelp
 	};
 	static const struct option long_options[] = {
@@ -207,6 +216,7 @@ parse_options(int argc, char **argv, Options *opts)
 	    {"seed", required_argument, nullptr, kOptSeed},
 	    {"tolerate", required_argument, nullptr, kOptTolerate},
 	    {"storage", required_argument, nullptr, kOptStorage},
+	    {"report-only", no_argument, nullptr, kOptReportOnly},
 	    {"help", no_argument, nullptr, kOptHelp},
 	    {nullptr, 0, nullptr, 0},
 	};
@@ -242,6 +252,9 @@ parse_options(int argc, char **argv, Options *opts)
 		case kOptStorage:
 			ok = strcmp(optarg, "table") == 0 || strcmp(optarg, "memory") == 0;
 			opts->storage = optarg;
+			break;
+		case kOptReportOnly:
+			opts->report_only = true;
 			break;
 		case kOptIsolation:
 			ok = false;
@@ -296,6 +309,10 @@ parse_options(int argc, char **argv, Options *opts)
 		        "ratelimit_load: unexpected argument \"%s\"\n"
 		        "Try \"ratelimit_load --help\" for more information.\n",
 		        argv[optind]);
+		return kExitUsage;
+	}
+	if (opts->report_only && opts->storage.empty()) {
+		fprintf(stderr, "ratelimit_load: --report-only needs --storage\n");
 		return kExitUsage;
 	}
 	if (opts->cost > opts->burst) {
@@ -398,7 +415,8 @@ take(PGconn *conn, ClientStats *stats, int nparams, const char *const values[5],
 		             "expected one row and one column, got " + std::to_string(PQntuples(res)) +
 		                 " rows and " + std::to_string(PQnfields(res)) + " columns");
 	else if (PQgetisnull(res, 0, 0))
-		record_error(stats, kBadResult, "rate_limit_take", "allowed is null");
+		record_error(stats, kBadResult, "rate_limit_take",
+		             "allowed is null (with --report-only: a take was refused)");
 	else {
 		const char *value = PQgetvalue(res, 0, 0);
 
@@ -501,7 +519,9 @@ open_client(const Options &opts, int index)
 		return nullptr;
 	}
 	PQclear(res);
-	const char *take_sql = opts.storage.empty() ? kTakeSql : kPolicyTakeSql;
+	const char *take_sql = opts.storage.empty() ? kTakeSql
+	                       : opts.report_only   ? kReportOnlyTakeSql
+	                                            : kPolicyTakeSql;
 	res = PQprepare(conn, "take", take_sql, opts.storage.empty() ? 5 : 3, param_types);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		fprintf(stderr,
@@ -560,9 +580,9 @@ main(int argc, char **argv)
 
 	/* The policy the clients take by, defined before anyone starts. */
 	if (!opts.storage.empty()) {
-		const char *values[4] = {opts.name.c_str(), params[1].c_str(), params[2].c_str(),
-		                         opts.storage.c_str()};
-		PGresult *res = PQexecParams(conns[0], kDefineSql, 4, nullptr, values, nullptr, nullptr, 0);
+		const char *values[5] = {opts.name.c_str(), params[1].c_str(), params[2].c_str(),
+		                         opts.storage.c_str(), opts.report_only ? "false" : "true"};
+		PGresult *res = PQexecParams(conns[0], kDefineSql, 5, nullptr, values, nullptr, nullptr, 0);
 		const bool ok = PQresultStatus(res) == PGRES_TUPLES_OK;
 		if (!ok)
 			fprintf(stderr, "ratelimit_load: cannot define policy %s: %s\n", opts.name.c_str(),

@@ -52,7 +52,7 @@ SELECT replace(pg_temp.error_of($$INSERT INTO ratelimit.policies (name, rate, pe
 -- the stored row back; a role without the grant does not.
 CREATE ROLE ratelimit_define_admin NOLOGIN;
 CREATE ROLE ratelimit_define_app NOLOGIN;
-GRANT EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text)
+GRANT EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text, boolean)
     TO ratelimit_define_admin;
 SET ROLE ratelimit_define_admin;
 SELECT name, rate, per, burst, tokens_per_second, max_reserved
@@ -65,6 +65,6 @@ RESET ROLE;
 SELECT name, rate, per, max_reserved FROM ratelimit.policies WHERE name = 'define-granted';
 
 SELECT rate_limit_drop(name) FROM ratelimit.policies ORDER BY name;
-REVOKE EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text)
+REVOKE EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text, boolean)
     FROM ratelimit_define_admin;
 DROP ROLE ratelimit_define_admin, ratelimit_define_app;

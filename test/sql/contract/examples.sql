@@ -115,6 +115,20 @@ SELECT h.ratelimit_policy
                            ARRAY[1, 4096, 1]) AS d,
        LATERAL rate_limit_headers(d) AS h;
 
+-- Example 6: rolling out a limit in report-only mode.  (rate_limit_stats
+-- is the native extension's, with the library preloaded before 17: its
+-- counts are checked in native/stats.)
+SELECT name, enforce FROM rate_limit_define('search', 2, '1 second', burst => 2, enforce => false);
+SELECT d.allowed, d.remaining, d.retry_after, h.ratelimit, h.retry_after AS retry_after_header
+  FROM rate_limit_take('search', 'client:9') AS d, LATERAL rate_limit_headers(d) AS h;
+SELECT d.allowed, d.remaining, d.retry_after, h.ratelimit, h.retry_after AS retry_after_header
+  FROM rate_limit_take('search', 'client:9') AS d, LATERAL rate_limit_headers(d) AS h;
+SELECT d.allowed, d.remaining, d.retry_after, h.ratelimit, h.retry_after AS retry_after_header
+  FROM rate_limit_take('search', 'client:9') AS d, LATERAL rate_limit_headers(d) AS h;
+SELECT name, enforce FROM rate_limit_define('search', 2, '1 second', burst => 2);
+SELECT d.allowed, d.remaining, d.retry_after, h.ratelimit, h.retry_after AS retry_after_header
+  FROM rate_limit_take('search', 'client:9') AS d, LATERAL rate_limit_headers(d) AS h;
+
 -- The headers example of the reference.
 SELECT name FROM rate_limit_define('default', 100, '1 minute');
 SELECT h.*

@@ -29,7 +29,7 @@ CREATE ROLE ratelimit_grant_reset NOLOGIN;
 CREATE ROLE ratelimit_grant_refund NOLOGIN;
 CREATE ROLE ratelimit_grant_refund_explicit NOLOGIN;
 CREATE ROLE ratelimit_grant_manage NOLOGIN;
-GRANT EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text)
+GRANT EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text, boolean)
     TO ratelimit_grant_define;
 GRANT EXECUTE ON FUNCTION rate_limit_drop(text) TO ratelimit_grant_drop;
 GRANT EXECUTE ON FUNCTION rate_limit_reset(text, text) TO ratelimit_grant_reset;

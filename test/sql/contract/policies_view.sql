@@ -15,7 +15,7 @@ SELECT reloptions FROM pg_class WHERE oid = 'rate_limit_policies'::regclass;
 CREATE ROLE ratelimit_view_manager NOLOGIN;
 CREATE ROLE ratelimit_view_app NOLOGIN;
 GRANT EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8,
-                                            boolean, interval, float8, integer, float8, interval, text)
+                                            boolean, interval, float8, integer, float8, interval, text, boolean)
     TO ratelimit_view_manager;
 
 SET ROLE ratelimit_view_manager;
@@ -30,7 +30,7 @@ RESET ROLE;
 
 -- Revoking the grant hides the rows again.
 REVOKE EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, float8, float8, float8,
-                                             boolean, interval, float8, integer, float8, interval, text)
+                                             boolean, interval, float8, integer, float8, interval, text, boolean)
     FROM ratelimit_view_manager;
 SET ROLE ratelimit_view_manager;
 SELECT count(*) AS visible FROM rate_limit_policies;

@@ -122,14 +122,14 @@ FROM differences ORDER BY i LIMIT 5;
 
 -- The same by policy: each policy option (a first balance, jitter, fixed
 -- windows placed by window_start or by the key's hash, a floor rate,
--- reservation within max_reserved, a penalty box), takes with and without
+-- reservation within max_reserved, a penalty box, report-only), takes with and without
 -- max_wait, checks, refunds, all-or-nothing takes over several policies,
 -- and resets.  (Sharded keys are left out: which two shards a call looks
 -- at first is random.  sharded_numbers and sharded_waits hold them.)
 CREATE TEMP TABLE policy_defs (name text, rate float8, per interval, burst float8,
                                initial float8, jitter float8, fixed_window boolean,
                                window_start interval, floor_rate float8, max_reserved float8,
-                               penalty interval);
+                               penalty interval, enforce boolean DEFAULT true);
 INSERT INTO policy_defs VALUES
     ('pp-plain',   5, '1 second', 10, NULL, 0,   false, NULL, 0, 0, NULL),
     ('pp-initial', 3, '1 second', 6,  1,    0,   false, NULL, 0, 0, NULL),
@@ -139,12 +139,18 @@ INSERT INTO policy_defs VALUES
     ('pp-floor',   60, '1 minute', 20, NULL, 0,  false, NULL, 120, 0, NULL),
     ('pp-reserve', 2, '1 second', 4,  NULL, 0,   false, NULL, 0, 6, NULL),
     ('pp-penalty', 2, '1 second', 3,  NULL, 0,   false, NULL, 0, 0, '3 seconds');
+-- Report-only: a plain limit with jitter, one with a first balance,
+-- reservation and a penalty box (which report-only never starts).
+INSERT INTO policy_defs VALUES
+    ('pp-shadow',  2, '1 second', 3,  NULL, 0.5, false, NULL, 0, 0, NULL, false),
+    ('pp-shadow-box', 2, '1 second', 3, 1,  0,   false, NULL, 0, 4, '3 seconds', false);
 SELECT count(*) AS defined FROM policy_defs AS d,
     LATERAL rate_limit_define(d.name, d.rate, d.per, d.burst, d.initial, d.jitter, d.fixed_window,
-                              d.window_start, d.floor_rate, 1, d.max_reserved, d.penalty) AS n,
+                              d.window_start, d.floor_rate, 1, d.max_reserved, d.penalty,
+                              enforce => d.enforce) AS n,
     LATERAL portable_api.rate_limit_define(d.name, d.rate, d.per, d.burst, d.initial, d.jitter,
                                            d.fixed_window, d.window_start, d.floor_rate, 1,
-                                           d.max_reserved, d.penalty) AS p;
+                                           d.max_reserved, d.penalty, enforce => d.enforce) AS p;
 CREATE TEMP TABLE policy_calls (i int, op text, names text[], keys text[], costs float8[],
                                 max_wait interval, rolled_back boolean,
                                 native rate_limit_decision, portable portable_api.rate_limit_decision,
@@ -283,6 +289,16 @@ SELECT count(*) AS calls, (SELECT count(*) FROM policy_differences) AS differ,
        count(*) FILTER (WHERE (native).name = 'pp-penalty' AND NOT (native).allowed
                           AND (native).remaining >= 1) > 5 AS some_boxed,
        count(*) FILTER (WHERE op = 'refused') > 0 AS some_refused_by_both,
+       -- Report-only: allowed always, some of them would-be denials (a
+       -- wait without a reservation, or beyond max_wait), some of those in
+       -- all-or-nothing takes that granted.
+       count(*) FILTER (WHERE (native).name LIKE 'pp-shadow%' AND op <> 'refund' AND NOT (native).allowed) = 0
+           AS shadow_always_allowed,
+       count(*) FILTER (WHERE (native).name LIKE 'pp-shadow%' AND op IN ('take', 'check')
+                          AND (native).retry_after > 0) > 20 AS some_would_deny,
+       count(*) FILTER (WHERE op = 'take_all' AND (native_all).allowed
+                          AND EXISTS (SELECT FROM unnest((native_all).decisions) AS d WHERE NOT d.allowed)) > 5
+           AS some_would_deny_in_all,
        count(*) FILTER (WHERE rolled_back) > 100 AS some_rolled_back
 FROM policy_calls;
 -- The first differences, if any.

@@ -38,6 +38,18 @@ SELECT allowed FROM rate_limit_take('st-other', 'b', 1);
 RESET ratelimit.track_stats;
 SELECT name, grants FROM rate_limit_stats WHERE name = 'st-other';
 
+-- A report-only policy: its would-be denials count as denials (and take
+-- nothing), its grants as grants; in rate_limit_take_all its would-be
+-- denial is its own, and the enforced limit that granted counts a grant.
+SELECT (rate_limit_define('st-shadow', 1, '1 hour', 2, enforce => false)).enforce;
+SELECT rate_limit_stats_reset('st-other');
+SELECT allowed, remaining FROM rate_limit_take('st-shadow', 'a', 2);
+SELECT allowed, remaining FROM rate_limit_take('st-shadow', 'a', 1);
+SELECT allowed, remaining FROM rate_limit_check('st-shadow', 'a', 1);
+SELECT allowed, remaining FROM rate_limit_take_all(ARRAY['st-other', 'st-shadow'], ARRAY['c', 'a'], NULL);
+SELECT name, grants, denials, tokens_granted FROM rate_limit_stats
+ WHERE name IN ('st-other', 'st-shadow') ORDER BY name;
+
 -- Readable by pg_read_all_stats; resetting is granted deliberately.
 CREATE ROLE ratelimit_watcher NOLOGIN;
 SET ROLE ratelimit_watcher;
@@ -51,5 +63,5 @@ RESET ROLE;
 DROP ROLE ratelimit_watcher;
 
 DELETE FROM ratelimit.buckets WHERE name LIKE 'st-%';
-SELECT rate_limit_drop(n) FROM unnest(ARRAY['st-policy', 'st-other']) AS n;
+SELECT rate_limit_drop(n) FROM unnest(ARRAY['st-policy', 'st-other', 'st-shadow']) AS n;
 RESET ratelimit.fixed_clock;

@@ -100,10 +100,37 @@ SELECT name, rate, burst, max_reserved FROM rate_limit_define('granted', 3, '1 m
 RESET ROLE;
 
 --
+-- Upgrading from 0.3.0 to 0.4.0: policies gain enforce (true, as before),
+-- rate_limit_define its last parameter enforce: the function is replaced,
+-- and whoever could execute it still can; the view rate_limit_policies
+-- keeps its grants and shows the new column.
+--
+CREATE ROLE ratelimit_upgrade_viewer NOLOGIN;
+GRANT SELECT ON rate_limit_policies TO ratelimit_upgrade_viewer;
+ALTER EXTENSION ratelimit UPDATE TO '0.4.0';
+SELECT extversion FROM pg_extension WHERE extname = 'ratelimit';
+SELECT name, rate, burst, enforce FROM ratelimit.policies ORDER BY name;
+SELECT count(*) AS define_functions FROM pg_proc WHERE proname LIKE 'rate_limit_define%';
+SELECT a.grantee::regrole, a.privilege_type, a.is_grantable
+  FROM pg_proc AS p, LATERAL aclexplode(p.proacl) AS a
+ WHERE p.oid = 'rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text, boolean)'::regprocedure
+   AND a.grantee <> p.proowner
+ ORDER BY 1::text;
+SELECT has_function_privilege('public', 'rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text, boolean)', 'EXECUTE')
+    AS public_may_define;
+SELECT has_table_privilege('ratelimit_upgrade_viewer', 'rate_limit_policies', 'SELECT') AS viewer_may_read,
+       has_table_privilege('public', 'rate_limit_policies', 'SELECT') AS public_may_read;
+SET ROLE ratelimit_upgrade_delegate;
+SELECT name, rate, enforce FROM rate_limit_define('granted', 4, '1 minute', 3, enforce => false);
+SELECT name, enforce FROM rate_limit_policies WHERE name = 'granted';
+RESET ROLE;
+SELECT allowed, remaining FROM rate_limit_take('kept', 'k', 1);
+
+--
 -- Upgrading from 0.1.0 to the current version at once: buckets survive.
 --
 DROP EXTENSION ratelimit;
-DROP ROLE ratelimit_upgrade_definer, ratelimit_upgrade_admin, ratelimit_upgrade_delegate;
+DROP ROLE ratelimit_upgrade_definer, ratelimit_upgrade_admin, ratelimit_upgrade_delegate, ratelimit_upgrade_viewer;
 CREATE EXTENSION ratelimit VERSION '0.1.0';
 SELECT allowed, remaining FROM rate_limit_take('from-0.1.0', 'k', 2, 0, 5);
 ALTER EXTENSION ratelimit UPDATE;

@@ -1,0 +1,180 @@
+-- portable/take_all.sql: several limits at once, by their policies
+-- (rl_take_all, which rate_limit_take_all calls).  Included by policies.sql,
+-- after rl_take_buckets, and by the upgrade script to 0.4.0
+-- (update--0.3.0--0.4.0.sql).
+
+-- Takes costs[i] (1 each when NULL) from (names[i], keys[i]) under policy
+-- names[i] for every i, or from none (TakeAllLimits): the limits checked,
+-- merged per bucket in canonical order, taken by rl_take_buckets, and the
+-- answer with its binding limit.
+CREATE FUNCTION rl_take_all(names text[], keys text[], costs float8[], max_wait float8)
+RETURNS rate_limit_all_decision
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    count integer;
+    key_count integer;
+    cost_count integer;
+    given_policy @extschema@.rl_policies[];
+    given_limit @extschema@.rl_limit[];
+    given_request @extschema@.rl_request[];
+    order_of integer[];
+    -- The distinct buckets, in canonical order.
+    b_name text[] := '{}';
+    b_key text[] := '{}';
+    b_limit @extschema@.rl_limit[] := '{}';
+    b_request @extschema@.rl_request[] := '{}';
+    b_initial float8[] := '{}';
+    b_enforce boolean[] := '{}';
+    b_decision @extschema@.rl_decision[] := '{}';
+    -- The buckets taken in a round (TakeEnforced): all but the report-only
+    -- ones left out after their would-be denial.
+    left_out boolean[];
+    taking_at integer[];
+    a_decision @extschema@.rl_decision[];
+    bucket_of integer[];
+    buckets integer := 0;
+    p @extschema@.rl_policies;
+    l @extschema@.rl_limit;
+    r @extschema@.rl_request;
+    d @extschema@.rl_decision;
+    cap float8;
+    all_allowed boolean := true;
+    binding integer := 1;
+    better boolean;
+    longest float8 := 0;
+    remaining float8[] := '{}';
+    decisions @extschema@.rate_limit_decision[] := '{}';
+    result @extschema@.rate_limit_all_decision;
+    c integer;
+BEGIN
+    count := @extschema@.rl_limit_list_elements('rate_limit_take_all', 'names', names);
+    key_count := @extschema@.rl_limit_list_elements('rate_limit_take_all', 'keys', keys);
+    cost_count := count;
+    IF costs IS NOT NULL THEN
+        cost_count := @extschema@.rl_limit_list_elements('rate_limit_take_all', 'costs', costs::text[]);
+    END IF;
+    IF count = 0 THEN
+        PERFORM @extschema@.rl_report_bad_limit_list('No limit was given.');
+    END IF;
+    IF key_count <> count OR cost_count <> count THEN
+        PERFORM @extschema@.rl_report_bad_limit_list(pg_catalog.format(
+            'The lengths of names, keys and costs are %s, %s and %s.', count, key_count, cost_count));
+    END IF;
+    IF count > 64 THEN
+        PERFORM @extschema@.rl_report_too_many_limits(count, 64);
+    END IF;
+    PERFORM @extschema@.rl_require_writable('rate_limit_take_all');
+    -- Subscripts from 1, whatever the arrays' lower bounds.
+    names := names[pg_catalog.array_lower(names, 1):pg_catalog.array_upper(names, 1)];
+    keys := keys[pg_catalog.array_lower(keys, 1):pg_catalog.array_upper(keys, 1)];
+    IF costs IS NOT NULL THEN
+        costs := costs[pg_catalog.array_lower(costs, 1):pg_catalog.array_upper(costs, 1)];
+    END IF;
+
+    FOR i IN 1..count LOOP
+        PERFORM @extschema@.rl_check_name_and_key(names[i], keys[i]);
+        p := @extschema@.rl_policy(names[i]);
+        IF p.shards > 1 THEN
+            PERFORM @extschema@.rl_report_sharded_take_all(names[i]);
+        END IF;
+        l := @extschema@.rl_policy_limit(p, names[i], keys[i]);
+        r := @extschema@.rl_policy_request(p, coalesce(costs[i], 1), max_wait);
+        PERFORM @extschema@.rl_check_request(l, r, 'policy', l.rate);
+        given_policy[i] := p;
+        given_limit[i] := l;
+        given_request[i] := r;
+    END LOOP;
+
+    -- The buckets in canonical order; the costs of a bucket given more than
+    -- once add up (MergeRepeats).
+    SELECT pg_catalog.array_agg(i ORDER BY names[i] COLLATE pg_catalog."C", keys[i] COLLATE pg_catalog."C", i)
+      INTO order_of FROM pg_catalog.generate_series(1, count) AS i;
+    bucket_of := pg_catalog.array_fill(0, ARRAY[count]);
+    FOREACH c IN ARRAY order_of LOOP
+        IF buckets > 0 AND b_name[buckets] = names[c] AND b_key[buckets] = keys[c] THEN
+            r := b_request[buckets];
+            r.cost := r.cost + given_request[c].cost;
+            b_request[buckets] := r;
+            cap := @extschema@.rl_debt_cap(b_limit[buckets], r);
+            IF r.cost > b_limit[buckets].burst + cap THEN
+                PERFORM @extschema@.rl_report_merged_cost_exceeds_burst(names[c], keys[c], b_limit[buckets].burst, cap);
+            END IF;
+        ELSE
+            buckets := buckets + 1;
+            b_name[buckets] := names[c];
+            b_key[buckets] := keys[c];
+            b_limit[buckets] := given_limit[c];
+            b_request[buckets] := given_request[c];
+            b_initial[buckets] := given_policy[c].initial;
+            b_enforce[buckets] := given_policy[c].enforce;
+        END IF;
+        bucket_of[c] := buckets;
+    END LOOP;
+    FOR b IN 1..buckets LOOP
+        PERFORM @extschema@.rl_check_request(b_limit[b], b_request[b], 'policy', b_limit[b].rate);
+    END LOOP;
+
+    -- Every bucket or none; a report-only limit that denies refuses nothing:
+    -- the others are taken without it, or refused by their own denial.
+    left_out := pg_catalog.array_fill(false, ARRAY[buckets]);
+    LOOP
+        taking_at := ARRAY(SELECT b FROM pg_catalog.generate_series(1, buckets) AS b WHERE NOT left_out[b] ORDER BY b);
+        all_allowed := true;
+        IF pg_catalog.cardinality(taking_at) > 0 THEN
+            SELECT t.all_allowed, t.b_decision INTO all_allowed, a_decision
+              FROM @extschema@.rl_take_buckets(ARRAY(SELECT b_name[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o),
+                                               ARRAY(SELECT b_key[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o),
+                                               ARRAY(SELECT b_limit[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o),
+                                               ARRAY(SELECT b_request[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o),
+                                               ARRAY(SELECT b_initial[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o)) AS t;
+        END IF;
+        FOR i IN 1..pg_catalog.cardinality(taking_at) LOOP
+            b_decision[taking_at[i]] := a_decision[i];
+        END LOOP;
+        -- Refused by an enforced limit's denial, whatever the others say.
+        EXIT WHEN all_allowed
+                  OR NOT EXISTS (SELECT FROM pg_catalog.generate_series(1, pg_catalog.cardinality(taking_at)) AS i
+                                  WHERE NOT a_decision[i].allowed AND NOT b_enforce[taking_at[i]])
+                  OR EXISTS (SELECT FROM pg_catalog.generate_series(1, pg_catalog.cardinality(taking_at)) AS i
+                              WHERE NOT a_decision[i].allowed AND b_enforce[taking_at[i]]);
+        FOR i IN 1..pg_catalog.cardinality(taking_at) LOOP
+            IF NOT a_decision[i].allowed THEN
+                left_out[taking_at[i]] := true;
+            END IF;
+        END LOOP;
+    END LOOP;
+
+    -- The binding limit: denied, the one to wait longest for; granted, the
+    -- one left with the smallest share of its burst; ties: the first given.
+    FOR i IN 2..count LOOP
+        d := b_decision[bucket_of[i]];
+        better := CASE WHEN all_allowed
+                       THEN d.remaining / b_limit[bucket_of[i]].burst
+                            < b_decision[bucket_of[binding]].remaining / b_limit[bucket_of[binding]].burst
+                       ELSE NOT d.allowed AND (b_decision[bucket_of[binding]].allowed
+                                               OR d.retry_after > b_decision[bucket_of[binding]].retry_after) END;
+        IF better THEN
+            binding := i;
+        END IF;
+    END LOOP;
+    FOR i IN 1..count LOOP
+        d := b_decision[bucket_of[i]];
+        remaining := remaining || d.remaining;
+        decisions := decisions || @extschema@.rl_policy_answer(d, given_policy[i], names[i]);
+        -- Granted, a report-only limit's would-be denial sets no wait.
+        IF d.retry_after > longest AND (d.allowed OR NOT all_allowed) THEN
+            longest := d.retry_after;
+        END IF;
+    END LOOP;
+    result.allowed := all_allowed;
+    result.retry_after := CASE WHEN all_allowed THEN longest
+                               ELSE b_decision[bucket_of[binding]].retry_after END;
+    result.binding_name := names[binding];
+    result.binding_key := keys[binding];
+    result.remaining := remaining;
+    result.decisions := decisions;
+    RETURN result;
+END
+$$;
