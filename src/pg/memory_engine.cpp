@@ -243,10 +243,11 @@ StepLocked(MemoryCall &call, bool look_in_table, bool overflows, uint32 *generat
 		slot->kept = false;
 		slot->kept_by = 0;
 		slot->generation++;
-		/* The entry pinned is there: this cannot fail. */
+		/* The slot names the entry pinned: storing finds it there and
+		 * cannot fail. */
+		slot->limit = pin;
 		step.stored = StoreEscrow(table, *slot, state, true);
 		Assert(step.stored == Stored::kStored);
-		ReleaseLimit(table, pin);
 	}
 	if (record.relimits) {
 		slot->kept = false; /* judged under the new definition from now on */
