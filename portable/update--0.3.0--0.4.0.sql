@@ -17,10 +17,14 @@
 DROP FUNCTION rl_policies_change();
 \ir policy_changes.sql
 \ir memory_engine.sql
+\ir concurrency.sql
 -- rate_limit_define's new last parameter, enforce, with its column in
--- rl_policies and the view rate_limit_policies.
+-- rl_policies and the view rate_limit_policies; the columns of concurrency
+-- limits and rate_limit_define_concurrency (which the portable limiter
+-- refuses for now); rate_limit_headers, which accepts a NULL wait.
 \ir ../sql/src/enforce_upgrade.sql
 \ir ../sql/src/headers_policy.sql
+\ir ../sql/src/headers.sql
 
 -- 0.4.0 takes and checks by a policy's name, and with explicit parameters
 -- in tokens a second, in one read and at most one write in the common case,

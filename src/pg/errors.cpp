@@ -526,6 +526,32 @@ ReportInvalidAmount(double amount)
 }
 
 void
+ReportBadPlaces(const char *name, double cost, int max_held)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+	         errmsg("cost must be a whole number of places from 0 to max_held"),
+	         errdetail("Policy \"%s\" is a concurrency limit holding at most %d at once; the "
+	                   "cost given was %s.",
+	                   name, max_held, Show(cost)),
+	         errhint("Pass the number of places to hold, such as 1.")));
+	pg_unreachable();
+}
+
+void
+ReportConcurrencyRefund(const char *name)
+{
+	ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+	                errmsg("a concurrency limit cannot be refunded"),
+	                errdetail("Policy \"%s\" holds places, which come back when the transaction "
+	                          "that took them ends, not tokens.",
+	                          name),
+	                errhint("Roll back to a savepoint taken before the take to give its places "
+	                        "back early.")));
+	pg_unreachable();
+}
+
+void
 ReportStateTableMissing(const char *table)
 {
 	ereport(ERROR,

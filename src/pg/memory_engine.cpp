@@ -691,6 +691,7 @@ const BucketEngine kMemoryEngine = {
     VisitMemoryBuckets,
     PurgeMemory,
     KeepMemoryBuckets,
+    NULL, /* hold: no concurrency limit yet */
 };
 
 } /* namespace ratelimit::pg */
