@@ -4,7 +4,7 @@
  * Places held until the transaction ends (see holds.hpp).  Place `slot` of
  * key (name, key) is an ExclusiveLock on the advisory lock tag (database,
  * 64-bit hash of name and key, kPlaceClass + slot): field4 from kPlaceClass
- * up keeps the places apart from SQL's advisory locks (field4 1 and 2) and
+ * (256) up keeps the places apart from SQL's advisory locks (field4 1 and 2) and
  * from the table engine's first-insert lock.  A take tries the slots
  * without waiting, from a slot that depends on the backend so that takers
  * spread over them, and keeps the first `places` it gets; never waiting, it
@@ -26,14 +26,17 @@
 #include "pg/bucket_keys.hpp"
 #include "pg/compat.hpp"
 #include "pg/holds.hpp"
+#include "pg/policies.hpp"
 
 namespace ratelimit::pg {
 
 namespace {
 
-/* The advisory lock tags' field4 of places: kPlaceClass + slot.  Above
- * kPlaceClass + kMaxHeld, 16 bits still. */
-constexpr uint16 kPlaceClass = 0x8000;
+/* The advisory lock tags' field4 of places: kPlaceClass + slot, from 256
+ * to 256 + kMaxHeld - 1 (pg_locks shows it as objsubid, a smallint: all
+ * positive), below the table engine's first-insert lock (0x524C). */
+constexpr uint16 kPlaceClass = 0x100;
+static_assert(kPlaceClass + kMaxHeld <= 0x524C, "places must stay below the first-insert lock");
 /* The seed of the places' hash of (name, key). */
 constexpr uint64 kPlaceSeed = 0x706C61636573ULL;
 
