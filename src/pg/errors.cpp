@@ -552,6 +552,31 @@ ReportConcurrencyRefund(const char *name)
 }
 
 void
+ReportHoldOutsideBlock(const char *function, const char *name)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_NO_ACTIVE_SQL_TRANSACTION),
+	         errmsg("%s() of a concurrency limit can only be used in transaction blocks", function),
+	         errdetail("Policy \"%s\" holds places until the transaction ends, and this "
+	                   "transaction ends with the statement.",
+	                   name),
+	         errhint("Take it after BEGIN, in the transaction that does the work it "
+	                 "limits.")));
+	pg_unreachable();
+}
+
+void
+ReportHoldRecovery(const char *function)
+{
+	ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+	                errmsg("cannot execute %s() of a concurrency limit during recovery", function),
+	                errdetail("Places are held in the server's lock table, and a standby server's "
+	                          "lock table is not the primary's."),
+	                errhint("Call it on the primary server.")));
+	pg_unreachable();
+}
+
+void
 ReportStateTableMissing(const char *table)
 {
 	ereport(ERROR,

@@ -110,6 +110,8 @@ enum class CallForm {
  * to max_held, and a refund, which it has no tokens for. */
 [[noreturn]] void ReportBadPlaces(const char *name, double cost, int max_held);
 [[noreturn]] void ReportConcurrencyRefund(const char *name);
+[[noreturn]] void ReportHoldOutsideBlock(const char *function, const char *name);
+[[noreturn]] void ReportHoldRecovery(const char *function);
 
 /* What a check of a table of the extension found changed.  `object`, where
  * given, names what was found: a trigger, a constraint, a column. */

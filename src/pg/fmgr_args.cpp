@@ -454,6 +454,19 @@ RequireEngine(const BucketEngine &engine, const Signature &signature, bool write
 	}
 }
 
+void
+RequireHolds(const Signature &signature, text *name, bool take)
+{
+	if (RecoveryInProgress())
+		ReportHoldRecovery(signature.function);
+	if (!take)
+		return;
+	if (!IsTransactionBlock())
+		ReportHoldOutsideBlock(signature.function, text_to_cstring(name));
+	if (IsInParallelMode())
+		ReportParallelMode(signature.function);
+}
+
 namespace {
 
 constexpr ResultColumn kDecisionColumns[] = {

@@ -111,9 +111,11 @@ PolicyDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::K
 {
 	PolicyCall call = DecodePolicyCall(fcinfo, signature);
 	Policy policy = LookupPolicy(call.name);
-	RequireFor(*policy.engine, signature, kind);
-	if (policy.max_held > 0)
+	if (policy.max_held > 0) {
+		RequireHolds(signature, call.name, kind == Operation::kTake);
 		return HoldDecision(fcinfo, call, policy, kind);
+	}
+	RequireFor(*policy.engine, signature, kind);
 	core::Limit limit = PolicyLimit(policy, call.name, call.key);
 	core::Request request = PolicyRequest(policy, call.cost, call.max_wait);
 	CheckRequest(limit, request, CallForm::kPolicy);

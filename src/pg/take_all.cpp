@@ -331,14 +331,22 @@ TakeAllLimits(const LimitList &list, double max_wait, const Signature &signature
 		if (takes[b].engine != takes[0].engine)
 			ReportMixedStorage(text_to_cstring(takes[0].name), takes[0].engine->holds,
 			                   text_to_cstring(takes[b].name), takes[b].engine->holds);
-	RequireEngine(*takes[0].engine, signature, true);
+	text *held = NULL; /* the first limit that holds places, if any */
+	bool takes_tokens = false;
+	for (int b = 0; b < buckets; b++) {
+		if (takes[b].max_held > 0 && held == NULL)
+			held = takes[b].name;
+		takes_tokens = takes_tokens || takes[b].max_held == 0;
+	}
+	const bool holds_places = held != NULL;
+	if (holds_places)
+		RequireHolds(signature, held, true);
+	if (takes_tokens)
+		RequireEngine(*takes[0].engine, signature, true);
 	/* A bucket's limits are one policy's: enforced or report-only alike. */
 	bool *enforce = static_cast<bool *>(palloc(sizeof(bool) * buckets));
 	for (int i = 0; i < count; i++)
 		enforce[bucket_of[i]] = given_enforce[i];
-	bool holds_places = false;
-	for (int b = 0; b < buckets; b++)
-		holds_places = holds_places || takes[b].max_held > 0;
 	bool allowed =
 	    holds_places ? TakeMixed(takes, buckets, enforce) : TakeEnforced(takes, buckets, enforce);
 

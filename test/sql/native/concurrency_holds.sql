@@ -91,13 +91,32 @@ COMMIT;
 SELECT name, rate, burst, kind FROM rate_limit_define('llm', 5, '1 minute');
 SELECT allowed, remaining, retry_after FROM rate_limit_take('llm', 'team:1');
 SELECT name, rate, burst, kind FROM rate_limit_define_concurrency('llm', 2);
+BEGIN;
 SELECT allowed, remaining, retry_after FROM rate_limit_take('llm', 'team:1');
+COMMIT;
 
--- Errors.
+-- A place writes nothing: a read-only transaction holds places too.
 BEGIN READ ONLY;
 SELECT allowed, remaining FROM rate_limit_check('exports', 'tenant:7');
-SELECT pg_temp.error_of($$SELECT rate_limit_take('exports', 'tenant:7')$$);
+SELECT allowed, remaining FROM rate_limit_take('exports', 'tenant:7');
+SELECT allowed, remaining FROM rate_limit_take_all(ARRAY['exports'], ARRAY['tenant:7'], ARRAY[2]);
+SELECT allowed, remaining FROM rate_limit_take('exports', 'tenant:7');
 COMMIT;
+
+-- A take outside a transaction block would give its place back as it
+-- answers: refused, alone or with other limits, taking nothing; a check
+-- answers anywhere.  (Shown by psql: error_of's exception block is a
+-- subtransaction, which the server counts as a transaction block.)
+\set SHOW_CONTEXT never
+SELECT rate_limit_take('exports', 'tenant:7');
+SELECT rate_limit_take_all(ARRAY['exports'], ARRAY['tenant:7']);
+SELECT name FROM rate_limit_define('exports-rate', 2, '1 minute');
+SELECT rate_limit_take_all(ARRAY['exports-rate', 'exports'], ARRAY['t', 't']);
+SELECT key, balance FROM rate_limit_buckets('exports-rate');
+SELECT allowed, remaining FROM rate_limit_check('exports', 'tenant:7');
+
+-- Errors (in a transaction block, where a take may hold places).
+BEGIN;
 SELECT pg_temp.error_of($$SELECT rate_limit_define_concurrency(NULL, 3)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_define_concurrency('c', NULL)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_define_concurrency('c', 0)$$);
@@ -113,10 +132,11 @@ SELECT pg_temp.error_of($$SELECT rate_limit_take('exports', 'tenant:7', 4)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_check('exports', 'tenant:7', -1)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_take('exports', 'tenant:7', 'NaN')$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_refund('exports', 'tenant:7', 1)$$);
+COMMIT;
 -- The table's constraint holds a concurrency limit to its shape.
 SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET rate = 1 WHERE name = 'exports'$$);
 SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET burst = 2.5 WHERE name = 'exports'$$);
 SELECT name, kind FROM rate_limit_define('bk', 1);
 SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET lease = '1 minute' WHERE name = 'bk'$$);
-SELECT rate_limit_drop('exports'), rate_limit_drop('llm'), rate_limit_drop('bk');
+SELECT rate_limit_drop('exports'), rate_limit_drop('exports-rate'), rate_limit_drop('llm'), rate_limit_drop('bk');
 RESET ratelimit.fixed_clock;
