@@ -1,19 +1,12 @@
 -- sql/concurrency.sql: included by ratelimit.sql and by the upgrade to 0.4.0
 --
 -- Raises 0A000 for the concurrency limits this version does not keep yet:
--- leases, and holds in the memory engine; rate_limit_define_concurrency
--- calls it.
+-- leases; rate_limit_define_concurrency calls it.
 CREATE FUNCTION ratelimit.require_concurrency(storage text, lease interval) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF $1 OPERATOR(pg_catalog.<>) 'table' THEN
-        RAISE EXCEPTION 'the memory engine keeps no concurrency limits'
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'Places held at once are kept by the table engine only in this version.',
-                  HINT = 'Define the concurrency limit with storage => ''table'' (the default).';
-    END IF;
     IF $2 IS NOT NULL THEN
         RAISE EXCEPTION 'concurrency limits with a lease are not available'
             USING ERRCODE = 'feature_not_supported',
@@ -23,5 +16,5 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ratelimit.require_concurrency(text, interval) IS
-    'raises an error for a concurrency limit this version does not keep (a lease, or storage other than the table)';
+    'raises an error for a concurrency limit this version does not keep (a lease)';
 REVOKE ALL ON FUNCTION ratelimit.require_concurrency(text, interval) FROM PUBLIC;

@@ -71,6 +71,12 @@ BEGIN
                   HINT = 'Pass true (the default) to refuse, false to grant every call and count what would be denied.';
     END IF;
     PERFORM @rl@require_concurrency($4, $3);
+    -- Places are kept in the server's lock table by either engine; storage
+    -- says which buckets the limit is taken with in one rate_limit_take_all,
+    -- and is refused where that engine cannot run, as for rate_limit_define.
+    IF $4 OPERATOR(pg_catalog.=) 'memory' THEN
+        PERFORM @rl@require_memory_engine();
+    END IF;
     INSERT INTO @rl@policies AS p
         (name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate, shards,
          max_reserved, penalty, storage, enforce, kind, lease)
