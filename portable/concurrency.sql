@@ -136,38 +136,36 @@ DECLARE
                        pg_catalog.hashtextextended($1 COLLATE pg_catalog."C", '123610792682867'::bigint))
                    OPERATOR(pg_catalog.&) '-65536'::bigint;
     low bigint := base OPERATOR(pg_catalog.&) '4294967295'::bigint;
-    free_slots integer[];
+    held integer[];
     free integer;
     slot integer;
     tried integer := 0;
     got integer := 0;
     allowed boolean;
 BEGIN
-    -- The slots no transaction holds, this backend's first one first.
-    SELECT ARRAY(
-        WITH held AS MATERIALIZED (
-            SELECT DISTINCT l.objid::pg_catalog.int8 AS at
-              FROM pg_catalog.pg_locks AS l
-             WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'::pg_catalog.text
-               AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database AS d
-                                                       WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
-               AND l.classid OPERATOR(pg_catalog.=)
-                   ((base OPERATOR(pg_catalog.>>) 32) OPERATOR(pg_catalog.&) '4294967295'::bigint)::pg_catalog.oid
-               AND l.objsubid OPERATOR(pg_catalog.=) '1'::pg_catalog.int2
-               AND l.granted
-               AND l.objid::pg_catalog.int8 OPERATOR(pg_catalog.>=) low
-               AND l.objid::pg_catalog.int8 OPERATOR(pg_catalog.<) (low OPERATOR(pg_catalog.+) $3))
-        SELECT s.slot FROM pg_catalog.generate_series(0, $3 OPERATOR(pg_catalog.-) 1) AS s(slot)
-         WHERE NOT EXISTS (SELECT FROM held AS h WHERE h.at OPERATOR(pg_catalog.=) (low OPERATOR(pg_catalog.+) s.slot))
-         ORDER BY (s.slot OPERATOR(pg_catalog.+) $3
-                   OPERATOR(pg_catalog.-) pg_catalog.pg_backend_pid() OPERATOR(pg_catalog.%) $3) OPERATOR(pg_catalog.%) $3)
-      INTO free_slots;
-    free := pg_catalog.cardinality(free_slots);
+    -- The slots some transaction holds, this one's included: one read.
+    SELECT pg_catalog.array_agg((l.objid::pg_catalog.int8 OPERATOR(pg_catalog.-) low)::integer)
+      INTO held
+      FROM pg_catalog.pg_locks AS l
+     WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'::pg_catalog.text
+       AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database AS d
+                                               WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+       AND l.classid OPERATOR(pg_catalog.=)
+           ((base OPERATOR(pg_catalog.>>) 32) OPERATOR(pg_catalog.&) '4294967295'::bigint)::pg_catalog.oid
+       AND l.objsubid OPERATOR(pg_catalog.=) '1'::pg_catalog.int2
+       AND l.granted
+       AND l.objid::pg_catalog.int8 OPERATOR(pg_catalog.>=) low
+       AND l.objid::pg_catalog.int8 OPERATOR(pg_catalog.<) (low OPERATOR(pg_catalog.+) $3);
+    -- (A slot has one holder: its lock is exclusive.)
+    free := $3 OPERATOR(pg_catalog.-) coalesce(pg_catalog.cardinality(held), 0);
     IF NOT $5 OR $4 OPERATOR(pg_catalog.=) 0 OR free OPERATOR(pg_catalog.<) $4 THEN
         allowed := free OPERATOR(pg_catalog.>=) $4;
     ELSIF $4 OPERATOR(pg_catalog.=) 1 THEN
-        -- One place: the first slot got is the whole take.
-        FOREACH slot IN ARRAY free_slots LOOP
+        -- One place: the first slot got is the whole take.  The slots seen
+        -- free, this backend's first one first.
+        FOR i IN 0..$3 OPERATOR(pg_catalog.-) 1 LOOP
+            slot := (pg_catalog.pg_backend_pid() OPERATOR(pg_catalog.+) i) OPERATOR(pg_catalog.%) $3;
+            CONTINUE WHEN slot OPERATOR(pg_catalog.=) ANY (held);
             tried := tried OPERATOR(pg_catalog.+) 1;
             IF pg_catalog.pg_try_advisory_xact_lock(base OPERATOR(pg_catalog.|) slot::bigint) THEN
                 got := 1;
@@ -179,8 +177,10 @@ BEGIN
         -- Several: all of them, or none (the block's rollback gives back
         -- what it got).
         BEGIN
-            FOREACH slot IN ARRAY free_slots LOOP
+            FOR i IN 0..$3 OPERATOR(pg_catalog.-) 1 LOOP
                 EXIT WHEN free OPERATOR(pg_catalog.-) tried OPERATOR(pg_catalog.+) got OPERATOR(pg_catalog.<) $4;
+                slot := (pg_catalog.pg_backend_pid() OPERATOR(pg_catalog.+) i) OPERATOR(pg_catalog.%) $3;
+                CONTINUE WHEN slot OPERATOR(pg_catalog.=) ANY (held);
                 tried := tried OPERATOR(pg_catalog.+) 1;
                 IF pg_catalog.pg_try_advisory_xact_lock(base OPERATOR(pg_catalog.|) slot::bigint) THEN
                     got := got OPERATOR(pg_catalog.+) 1;
@@ -220,7 +220,9 @@ AS $$
 DECLARE
     d @extschema@.rl_decision;
 BEGIN
-    PERFORM @extschema@.rl_require_holds(function_name);
+    IF @extschema@.rl_on_yugabytedb() OR pg_catalog.pg_is_in_recovery() THEN
+        PERFORM @extschema@.rl_require_holds(function_name);
+    END IF;
     d := @extschema@.rl_hold(p_name, p_key, p.burst::integer, @extschema@.rl_places(p, p_name, cost),
                              op OPERATOR(pg_catalog.=) 'take'::pg_catalog.text);
     d.allowed := d.allowed OR NOT p.enforce;
