@@ -20,8 +20,9 @@ DROP FUNCTION rl_policies_change();
 \ir concurrency.sql
 -- rate_limit_define's new last parameter, enforce, with its column in
 -- rl_policies and the view rate_limit_policies; the columns of concurrency
--- limits and rate_limit_define_concurrency (which the portable limiter
--- refuses for now); rate_limit_headers, which accepts a NULL wait.
+-- limits and rate_limit_define_concurrency (places held until the
+-- transaction ends, concurrency.sql); rate_limit_headers, which accepts a
+-- NULL wait.
 \ir ../sql/src/enforce_upgrade.sql
 \ir ../sql/src/headers_policy.sql
 \ir ../sql/src/headers.sql
@@ -39,6 +40,8 @@ DROP FUNCTION rl_policies_change();
 -- its would-be denials as allowed, also among several limits at once.
 \ir policy_decide.sql
 \ir take_all.sql
+-- rate_limit_refund refuses a concurrency limit.
+\ir policy_refund.sql
 \ir explicit_take.sql
 \ir maintenance.sql
 

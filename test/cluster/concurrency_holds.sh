@@ -18,6 +18,10 @@
 #   - once the clients are done, every place is free again (rate_limit_check
 #     answers 3 free) and pg_locks shows none held: terminated backends
 #     gave theirs back with no sweeper.
+# With the argument "portable", the same against the portable limiter
+# (the extension ratelimit_portable in schema limits), whose places are
+# bigint advisory locks (objsubid 1), taking 1 or 2 places at random (a
+# take of 2 tries them in a subtransaction that a denial rolls back).
 # Starts and stops its own cluster.
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/lib.sh"
@@ -25,23 +29,41 @@ set -euo pipefail
 MAX_HELD=3
 TRANSACTIONS=400 # per client and phase
 WITNESS=770077   # the witness lock's key
+LIMITER=${1:-native}
 
 rl_require_install
 cluster_start
 RL_FAILURES=0
-psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
+if [ "$LIMITER" = portable ]; then
+    API=limits.
+    COST='random(1, 2)'
+    # Key k's places: advisory locks on bigint numbers (objsubid 1), all
+    # but the witness's.
+    PLACES="objsubid = 1 AND NOT (classid = 0 AND objid = $WITNESS)"
+    psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
+CREATE SCHEMA limits;
+CREATE EXTENSION ratelimit_portable SCHEMA limits;
+SELECT limits.rate_limit_define_concurrency('cc', $MAX_HELD);
+SQL
+else
+    API=
+    COST=1
+    PLACES="objsubid BETWEEN 256 AND 10255"
+    psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
 CREATE EXTENSION ratelimit;
 SELECT rate_limit_define_concurrency('cc', $MAX_HELD);
 SQL
+fi
 
 script=$RL_CLUSTER_DIR/holds.sql
 cat >"$script" <<SQL
 \set outcome random(1, 10)
+\set cost $COST
 BEGIN;
 \if :outcome = 2
 SAVEPOINT before_take;
 \endif
-SELECT pg_advisory_lock_shared($WITNESS) FROM rate_limit_take('cc', 'k') AS d WHERE d.allowed;
+SELECT pg_advisory_lock_shared($WITNESS) FROM ${API}rate_limit_take('cc', 'k', :cost) AS d WHERE d.allowed;
 SELECT pg_sleep(0.001);
 SELECT pg_advisory_unlock_all();
 \if :outcome = 1
@@ -71,7 +93,7 @@ DECLARE
 BEGIN
     LOOP
         SELECT count(*) FILTER (WHERE objid = $WITNESS AND objsubid = 1),
-               count(*) FILTER (WHERE objsubid BETWEEN 256 AND 10255)
+               count(*) FILTER (WHERE $PLACES)
           INTO w, p
           FROM pg_locks WHERE locktype = 'advisory' AND granted;
         most_w := greatest(most_w, w);
@@ -92,7 +114,7 @@ killer() {
     while [ "$n" -lt "$1" ]; do
         psql -X -A -t -q -c "SELECT count(pg_terminate_backend(pid)) FROM
             (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
-                AND objsubid BETWEEN 256 AND 10255 AND pid <> pg_backend_pid() LIMIT 1) AS h" >/dev/null
+                AND $PLACES AND pid <> pg_backend_pid() LIMIT 1) AS h" >/dev/null
         n=$((n + 1))
         sleep 0.02
     done
@@ -125,8 +147,8 @@ phase() {
     aborted=$(grep -c 'aborted in command' "$log" || true)
     # Errors other than a terminated connection's.
     errors=$(grep -E 'ERROR|FATAL' "$log" | grep -cvE 'terminating connection due to administrator command|server closed the connection' || true)
-    printf 'concurrency_holds: %s kills=%s processed=%s failed=%s aborted_clients=%s errors=%s most_witnesses=%s most_places=%s monitor_reads=%s pgbench_status=%s\n' \
-        "$level" "$kills" "${processed:-?}" "$failed" "$aborted" "$errors" "$witnesses" "$places" "$reads" "$status"
+    printf 'concurrency_holds (%s): %s kills=%s processed=%s failed=%s aborted_clients=%s errors=%s most_witnesses=%s most_places=%s monitor_reads=%s pgbench_status=%s\n' \
+        "$LIMITER" "$level" "$kills" "${processed:-?}" "$failed" "$aborted" "$errors" "$witnesses" "$places" "$reads" "$status"
     if [ "$kills" = 0 ]; then
         rl_check "${witnesses:-99} <= $MAX_HELD" "$level: $witnesses transactions were inside at once, above $MAX_HELD"
     fi
@@ -143,9 +165,9 @@ phase() {
     fi
     # Every place is free again, with nothing swept.
     rl_expect_value "$level: every place free once the clients are done" "t|$MAX_HELD" \
-        "SELECT allowed, remaining FROM rate_limit_check('cc', 'k', $MAX_HELD)"
+        "SELECT allowed, remaining FROM ${API}rate_limit_check('cc', 'k', $MAX_HELD)"
     rl_expect_value "$level: no place left in pg_locks" "0" \
-        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid BETWEEN 256 AND 10255"
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND $PLACES"
 }
 
 phase 'read committed' 0
