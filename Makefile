@@ -17,6 +17,7 @@ OBJS = \
 	src/pg/errors.o \
 	src/pg/fmgr_args.o \
 	src/pg/functions.o \
+	src/pg/holds.o \
 	src/pg/maintenance.o \
 	src/pg/memory_engine.o \
 	src/pg/memory_table.o \
@@ -44,7 +45,7 @@ DATA_built = $(NATIVE_SCRIPT) $(PORTABLE_SCRIPT) $(NATIVE_UPGRADES) $(PORTABLE_U
 DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql portable/ratelimit_portable--*.sql)) \
 	ratelimit_portable.control
 SQL_SOURCES = $(wildcard sql/src/*.sql) scripts/sql-script
-NATIVE_SOURCES = sql/names.sql sql/memory_stats.sql $(SQL_SOURCES)
+NATIVE_SOURCES = sql/names.sql sql/memory_stats.sql sql/concurrency.sql $(SQL_SOURCES)
 PORTABLE_SOURCES = $(filter-out portable/ratelimit_portable--%,$(wildcard portable/*.sql)) $(SQL_SOURCES)
 PGFILEDESC = "ratelimit - transactional rate limiter"
 
@@ -77,7 +78,8 @@ ISOLATION_OPTS = --inputdir=test --load-extension=$(EXTENSION)
 rl_limit = $(shell sed -n 's/^\\set $(1) \([0-9][0-9]*\)$$/\1/p' sql/src/limits.sql)
 PG_CPPFLAGS = -Isrc -DRATELIMIT_VERSION='"$(EXTVERSION)"' \
 	-DRATELIMIT_MAX_NAME_BYTES=$(call rl_limit,rl_max_name_bytes) \
-	-DRATELIMIT_MAX_KEY_BYTES=$(call rl_limit,rl_max_key_bytes)
+	-DRATELIMIT_MAX_KEY_BYTES=$(call rl_limit,rl_max_key_bytes) \
+	-DRATELIMIT_MAX_HELD=$(call rl_limit,rl_max_held)
 PG_CXXFLAGS = -std=c++17 -fno-exceptions -fno-rtti -Wno-register
 SHLIB_LINK += -lstdc++
 # JIT bitcode would need clang and ignores PG_CXXFLAGS; inlining a function
@@ -134,14 +136,15 @@ overlaid_run = rm -rf output_$(1) && mkdir -p output_$(1)/input $(addprefix outp
 # (which creates it) and portable_maintenance first.  psql runs without
 # CONTEXT lines: the portable limiter's errors are raised in PL/pgSQL.
 installcheck-portable: $(PORTABLE_SCRIPT)
-	$(call overlaid_run,portable,portable/portable_setup portable/portable_maintenance portable/portable_yugabytedb,\
+	$(call overlaid_run,portable,portable/portable_setup portable/portable_maintenance portable/portable_yugabytedb \
+		portable/portable_concurrency_holds,\
 		--launcher=$(CURDIR)/test/portable/psql-launcher)
 
 # Every policy's buckets in the memory engine where it can hold them:
 # memory_setup first.  Before PostgreSQL 17 the server must preload the
 # library (test/cluster/memory.sh runs this on such a server).
 installcheck-memory:
-	$(call overlaid_run,memory,memory/memory_setup,--load-extension=$(EXTENSION))
+	$(call overlaid_run,memory,memory/memory_setup memory/memory_concurrency_holds,--load-extension=$(EXTENSION))
 
 # Tests of what older servers lack: GRANT SET ON PARAMETER is 15's.
 REGRESS_SINCE_15 = native/fixed_clock_grant

@@ -39,10 +39,12 @@ COMMENT ON TABLE rl_policy_changes IS
 \ir policy_changes.sql
 
 \ir memory_engine.sql
+\ir concurrency.sql
 
 -- rate_limit_define, rate_limit_drop and the view rate_limit_policies, as
 -- the native extension has them.
 \ir ../sql/src/define.sql
+\ir ../sql/src/define_concurrency.sql
 \ir ../sql/src/policies_view.sql
 
 \ir policy_lookup.sql
@@ -125,38 +127,7 @@ $$;
 COMMENT ON FUNCTION rate_limit_check(text, text, float8, interval) IS
     'answers as rate_limit_take(name, key, cost, max_wait) would, without consuming or writing anything';
 
-CREATE FUNCTION rate_limit_refund(name text, key text, amount float8)
-RETURNS rate_limit_decision
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    p @extschema@.rl_policies;
-    l @extschema@.rl_limit;
-    d @extschema@.rl_decision;
-BEGIN
-    IF pg_catalog.num_nulls($1, $2, $3) > 0 THEN
-        PERFORM @extschema@.rl_null_argument('rate_limit_refund', ARRAY['name', 'key', 'amount'],
-                                 ARRAY[$1, $2, $3::text], 'Every argument of this function needs a value.');
-    END IF;
-    PERFORM @extschema@.rl_check_name_and_key($1, $2);
-    IF NOT ($3 >= 0 AND $3 < 'Infinity'::float8) THEN
-        PERFORM @extschema@.rl_report_invalid_amount($3);
-    END IF;
-    PERFORM @extschema@.rl_require_writable('rate_limit_refund');
-    p := @extschema@.rl_policy($1);
-    l := @extschema@.rl_policy_limit(p, $1, $2);
-    IF p.shards > 1 THEN
-        d := @extschema@.rl_sharded_call($1, $2, p, l, NULL::@extschema@.rl_request, 'refund', $3);
-    ELSE
-        d := @extschema@.rl_apply($1, $2, l, NULL::@extschema@.rl_request, 'refund', $3, p.initial);
-    END IF;
-    RETURN @extschema@.rl_policy_answer(d, p, $1);
-END
-$$;
-COMMENT ON FUNCTION rate_limit_refund(text, text, float8) IS
-    'gives amount tokens back to the bucket (name, key) of policy name, never beyond its burst';
-REVOKE ALL ON FUNCTION rate_limit_refund(text, text, float8) FROM PUBLIC;
+\ir policy_refund.sql
 
 -- The elements of array argument what, none NULL (ArrayElements); an
 -- array of costs comes as text, with its NULLs and dimensions.

@@ -18,7 +18,8 @@ AS $$ SELECT ROW(p.tokens_per_second, p.burst,
                  CASE WHEN p.enforce THEN coalesce(p.penalty_us, '0'::bigint) ELSE '0'::bigint END)::@extschema@.rl_limit $$;
 
 -- Take or check (op) cost from key under policy name, reserving within
--- max_wait as the policy allows (PolicyDecision).
+-- max_wait as the policy allows (PolicyDecision); of a concurrency limit,
+-- cost places, never reserving.
 CREATE FUNCTION rl_policy_call(function_name text, p_name text, p_key text, cost float8,
                                max_wait float8, op text)
 RETURNS rate_limit_decision
@@ -31,6 +32,10 @@ DECLARE
 BEGIN
     PERFORM @extschema@.rl_check_name_and_key(p_name, p_key);
     p := @extschema@.rl_policy(p_name);
+    -- A concurrency limit holds places (concurrency.sql).
+    IF p.kind OPERATOR(pg_catalog.=) 'concurrency'::pg_catalog.text THEN
+        RETURN @extschema@.rl_hold_call(function_name, p, p_name, p_key, cost, op);
+    END IF;
     l := @extschema@.rl_policy_limit(p, p_name, p_key);
     r := @extschema@.rl_policy_request(p, cost, max_wait);
     PERFORM @extschema@.rl_check_request(l, r, 'policy'::pg_catalog.text, l.rate);

@@ -527,7 +527,7 @@ REVOKE ALL ON FUNCTION rate_limit_refund_explicit(text, text, float8, float8, in
 -- In every routine, the schema's name in place of @extschema@ and the
 -- values of the variables above in place of their @NAME@, as the
 -- extension's install puts them (which leaves this file out).
-SELECT pg_catalog.json_build_object('rl', :'rl', 'rl_policy_source', :'rl_policy_source', 'rl_max_name_bytes', :'rl_max_name_bytes', 'rl_max_key_bytes', :'rl_max_key_bytes') AS rl_body_values \gset
+SELECT pg_catalog.json_build_object('rl', :'rl', 'rl_policy_source', :'rl_policy_source', 'rl_max_name_bytes', :'rl_max_name_bytes', 'rl_max_key_bytes', :'rl_max_key_bytes', 'rl_max_held', :'rl_max_held') AS rl_body_values \gset
 \ir qualify.sql
 
 \ir owner.sql

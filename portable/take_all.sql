@@ -3,10 +3,61 @@
 -- after rl_take_buckets, and by the upgrade script to 0.4.0
 -- (update--0.3.0--0.4.0.sql).
 
+-- The buckets b_* but those left_out, all or none, in rounds
+-- (TakeEnforced): the buckets taken in a round are all but the report-only
+-- ones left out after their would-be denial.  A bucket left out from the
+-- start (a concurrency limit's) has no decision.
+CREATE FUNCTION rl_take_rounds(b_name text[], b_key text[], b_limit rl_limit[], b_request rl_request[],
+                               b_initial float8[], b_enforce boolean[], left_out boolean[],
+                               OUT all_allowed boolean, OUT b_decision rl_decision[])
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    buckets integer := pg_catalog.cardinality(b_name);
+    taking_at integer[];
+    a_decision @extschema@.rl_decision[];
+BEGIN
+    b_decision := pg_catalog.array_fill(NULL::@extschema@.rl_decision, ARRAY[buckets]);
+    LOOP
+        taking_at := ARRAY(SELECT b FROM pg_catalog.generate_series(1, buckets) AS b WHERE NOT left_out[b] ORDER BY b);
+        all_allowed := true;
+        IF pg_catalog.cardinality(taking_at) > 0 THEN
+            SELECT t.all_allowed, t.b_decision INTO all_allowed, a_decision
+              FROM @extschema@.rl_take_buckets(ARRAY(SELECT b_name[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o),
+                                               ARRAY(SELECT b_key[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o),
+                                               ARRAY(SELECT b_limit[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o),
+                                               ARRAY(SELECT b_request[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o),
+                                               ARRAY(SELECT b_initial[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o)) AS t;
+        END IF;
+        FOR i IN 1..pg_catalog.cardinality(taking_at) LOOP
+            b_decision[taking_at[i]] := a_decision[i];
+        END LOOP;
+        -- Refused by an enforced limit's denial, whatever the others say.
+        EXIT WHEN all_allowed
+                  OR NOT EXISTS (SELECT FROM pg_catalog.generate_series(1, pg_catalog.cardinality(taking_at)) AS i
+                                  WHERE NOT a_decision[i].allowed AND NOT b_enforce[taking_at[i]])
+                  OR EXISTS (SELECT FROM pg_catalog.generate_series(1, pg_catalog.cardinality(taking_at)) AS i
+                              WHERE NOT a_decision[i].allowed AND b_enforce[taking_at[i]]);
+        FOR i IN 1..pg_catalog.cardinality(taking_at) LOOP
+            IF NOT a_decision[i].allowed THEN
+                left_out[taking_at[i]] := true;
+            END IF;
+        END LOOP;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION rl_take_rounds(text[], text[], rl_limit[], rl_request[], float8[], boolean[], boolean[]) IS
+    'takes the buckets given but those left out, all or none, leaving out the report-only ones that would deny';
+
 -- Takes costs[i] (1 each when NULL) from (names[i], keys[i]) under policy
 -- names[i] for every i, or from none (TakeAllLimits): the limits checked,
 -- merged per bucket in canonical order, taken by rl_take_buckets, and the
--- answer with its binding limit.
+-- answer with its binding limit.  With concurrency limits (TakeMixed): the
+-- buckets, then the places, in a subtransaction, rolled back when an
+-- enforced place is denied (its takes undone, each bucket then answered as
+-- a check), kept when a bucket denies (what a denial records is kept; the
+-- places are answered as checks).
 CREATE FUNCTION rl_take_all(names text[], keys text[], costs float8[], max_wait float8)
 RETURNS rate_limit_all_decision
 LANGUAGE plpgsql VOLATILE
@@ -28,11 +79,12 @@ DECLARE
     b_initial float8[] := '{}';
     b_enforce boolean[] := '{}';
     b_decision @extschema@.rl_decision[] := '{}';
-    -- The buckets taken in a round (TakeEnforced): all but the report-only
-    -- ones left out after their would-be denial.
-    left_out boolean[];
-    taking_at integer[];
-    a_decision @extschema@.rl_decision[];
+    b_held integer[] := '{}';            -- max_held of a concurrency limit, else 0
+    holds_places boolean := false;
+    takes_tokens boolean := false;
+    kept boolean := true;
+    denied_hold integer;
+    left_out boolean[];                  -- not taken in the first round
     bucket_of integer[];
     buckets integer := 0;
     p @extschema@.rl_policies;
@@ -65,7 +117,6 @@ BEGIN
     IF count > 64 THEN
         PERFORM @extschema@.rl_report_too_many_limits(count, 64);
     END IF;
-    PERFORM @extschema@.rl_require_writable('rate_limit_take_all');
     -- Subscripts from 1, whatever the arrays' lower bounds.
     names := names[pg_catalog.array_lower(names, 1):pg_catalog.array_upper(names, 1)];
     keys := keys[pg_catalog.array_lower(keys, 1):pg_catalog.array_upper(keys, 1)];
@@ -81,7 +132,11 @@ BEGIN
         END IF;
         l := @extschema@.rl_policy_limit(p, names[i], keys[i]);
         r := @extschema@.rl_policy_request(p, coalesce(costs[i], 1), max_wait);
-        PERFORM @extschema@.rl_check_request(l, r, 'policy', l.rate);
+        IF p.kind = 'concurrency' THEN
+            PERFORM @extschema@.rl_places(p, names[i], r.cost);
+        ELSE
+            PERFORM @extschema@.rl_check_request(l, r, 'policy', l.rate);
+        END IF;
         given_policy[i] := p;
         given_limit[i] := l;
         given_request[i] := r;
@@ -98,7 +153,9 @@ BEGIN
             r.cost := r.cost + given_request[c].cost;
             b_request[buckets] := r;
             cap := @extschema@.rl_debt_cap(b_limit[buckets], r);
-            IF r.cost > b_limit[buckets].burst + cap THEN
+            IF b_held[buckets] > 0 THEN
+                PERFORM @extschema@.rl_places(given_policy[c], names[c], r.cost);
+            ELSIF r.cost > b_limit[buckets].burst + cap THEN
                 PERFORM @extschema@.rl_report_merged_cost_exceeds_burst(names[c], keys[c], b_limit[buckets].burst, cap);
             END IF;
         ELSE
@@ -109,52 +166,81 @@ BEGIN
             b_request[buckets] := given_request[c];
             b_initial[buckets] := given_policy[c].initial;
             b_enforce[buckets] := given_policy[c].enforce;
+            b_held[buckets] := CASE WHEN given_policy[c].kind = 'concurrency'
+                                    THEN given_policy[c].burst::integer ELSE 0 END;
+            holds_places := holds_places OR b_held[buckets] > 0;
+            takes_tokens := takes_tokens OR b_held[buckets] = 0;
         END IF;
         bucket_of[c] := buckets;
     END LOOP;
     FOR b IN 1..buckets LOOP
-        PERFORM @extschema@.rl_check_request(b_limit[b], b_request[b], 'policy', b_limit[b].rate);
+        IF b_held[b] = 0 THEN
+            PERFORM @extschema@.rl_check_request(b_limit[b], b_request[b], 'policy', b_limit[b].rate);
+        END IF;
     END LOOP;
+    IF holds_places THEN
+        PERFORM @extschema@.rl_require_holds('rate_limit_take_all');
+    END IF;
+    IF takes_tokens THEN
+        PERFORM @extschema@.rl_require_writable('rate_limit_take_all');
+    END IF;
 
     -- Every bucket or none; a report-only limit that denies refuses nothing:
     -- the others are taken without it, or refused by their own denial.
-    left_out := pg_catalog.array_fill(false, ARRAY[buckets]);
-    LOOP
-        taking_at := ARRAY(SELECT b FROM pg_catalog.generate_series(1, buckets) AS b WHERE NOT left_out[b] ORDER BY b);
-        all_allowed := true;
-        IF pg_catalog.cardinality(taking_at) > 0 THEN
-            SELECT t.all_allowed, t.b_decision INTO all_allowed, a_decision
-              FROM @extschema@.rl_take_buckets(ARRAY(SELECT b_name[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o),
-                                               ARRAY(SELECT b_key[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o),
-                                               ARRAY(SELECT b_limit[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o),
-                                               ARRAY(SELECT b_request[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o),
-                                               ARRAY(SELECT b_initial[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o)) AS t;
-        END IF;
-        FOR i IN 1..pg_catalog.cardinality(taking_at) LOOP
-            b_decision[taking_at[i]] := a_decision[i];
-        END LOOP;
-        -- Refused by an enforced limit's denial, whatever the others say.
-        EXIT WHEN all_allowed
-                  OR NOT EXISTS (SELECT FROM pg_catalog.generate_series(1, pg_catalog.cardinality(taking_at)) AS i
-                                  WHERE NOT a_decision[i].allowed AND NOT b_enforce[taking_at[i]])
-                  OR EXISTS (SELECT FROM pg_catalog.generate_series(1, pg_catalog.cardinality(taking_at)) AS i
-                              WHERE NOT a_decision[i].allowed AND b_enforce[taking_at[i]]);
-        FOR i IN 1..pg_catalog.cardinality(taking_at) LOOP
-            IF NOT a_decision[i].allowed THEN
-                left_out[taking_at[i]] := true;
+    -- Places are taken after the buckets, in a subtransaction that the
+    -- first enforced place denied rolls back.
+    SELECT pg_catalog.array_agg(b_held[b] > 0 ORDER BY b) INTO left_out
+      FROM pg_catalog.generate_series(1, buckets) AS b;
+    IF NOT holds_places THEN
+        SELECT t.all_allowed, t.b_decision INTO all_allowed, b_decision
+          FROM @extschema@.rl_take_rounds(b_name, b_key, b_limit, b_request, b_initial, b_enforce, left_out) AS t;
+    ELSE
+        BEGIN
+            SELECT t.all_allowed, t.b_decision INTO all_allowed, b_decision
+              FROM @extschema@.rl_take_rounds(b_name, b_key, b_limit, b_request, b_initial, b_enforce, left_out) AS t;
+            IF all_allowed THEN
+                FOR b IN 1..buckets LOOP
+                    CONTINUE WHEN b_held[b] = 0;
+                    b_decision[b] := @extschema@.rl_hold(b_name[b], b_key[b], b_held[b],
+                                                         b_request[b].cost::integer, true);
+                    IF NOT b_decision[b].allowed AND b_enforce[b] THEN
+                        denied_hold := b;
+                        RAISE SQLSTATE 'RLHA0';
+                    END IF;
+                END LOOP;
             END IF;
-        END LOOP;
-    END LOOP;
+        EXCEPTION WHEN SQLSTATE 'RLHA0' THEN
+            kept := false;
+        END;
+        IF NOT (kept AND all_allowed) THEN
+            -- Denied: each limit but the place that denied answers as it
+            -- stands, nothing taken.
+            FOR b IN 1..buckets LOOP
+                IF b_held[b] > 0 AND b IS DISTINCT FROM denied_hold THEN
+                    b_decision[b] := @extschema@.rl_hold(b_name[b], b_key[b], b_held[b],
+                                                         b_request[b].cost::integer, false);
+                ELSIF b_held[b] = 0 AND NOT kept THEN
+                    b_decision[b] := @extschema@.rl_apply(b_name[b], b_key[b], b_limit[b], b_request[b],
+                                                          'check'::text, 0::float8, b_initial[b]);
+                END IF;
+            END LOOP;
+            all_allowed := false;
+        END IF;
+    END IF;
 
-    -- The binding limit: denied, the one to wait longest for; granted, the
-    -- one left with the smallest share of its burst; ties: the first given.
+    -- The binding limit: denied, the one to wait longest for (a wait
+    -- nobody knows, NULL: a place held until a transaction ends, is the
+    -- longest); granted, the one left with the smallest share of its burst;
+    -- ties: the first given.
     FOR i IN 2..count LOOP
         d := b_decision[bucket_of[i]];
         better := CASE WHEN all_allowed
                        THEN d.remaining / b_limit[bucket_of[i]].burst
                             < b_decision[bucket_of[binding]].remaining / b_limit[bucket_of[binding]].burst
                        ELSE NOT d.allowed AND (b_decision[bucket_of[binding]].allowed
-                                               OR d.retry_after > b_decision[bucket_of[binding]].retry_after) END;
+                                               OR (b_decision[bucket_of[binding]].retry_after IS NOT NULL
+                                                   AND (d.retry_after IS NULL
+                                                        OR d.retry_after > b_decision[bucket_of[binding]].retry_after))) END;
         IF better THEN
             binding := i;
         END IF;

@@ -17,10 +17,15 @@
 DROP FUNCTION rl_policies_change();
 \ir policy_changes.sql
 \ir memory_engine.sql
+\ir concurrency.sql
 -- rate_limit_define's new last parameter, enforce, with its column in
--- rl_policies and the view rate_limit_policies.
+-- rl_policies and the view rate_limit_policies; the columns of concurrency
+-- limits and rate_limit_define_concurrency (places held until the
+-- transaction ends, concurrency.sql); rate_limit_headers, which accepts a
+-- NULL wait.
 \ir ../sql/src/enforce_upgrade.sql
 \ir ../sql/src/headers_policy.sql
+\ir ../sql/src/headers.sql
 
 -- 0.4.0 takes and checks by a policy's name, and with explicit parameters
 -- in tokens a second, in one read and at most one write in the common case,
@@ -35,6 +40,8 @@ DROP FUNCTION rl_policies_change();
 -- its would-be denials as allowed, also among several limits at once.
 \ir policy_decide.sql
 \ir take_all.sql
+-- rate_limit_refund refuses a concurrency limit.
+\ir policy_refund.sql
 \ir explicit_take.sql
 \ir maintenance.sql
 

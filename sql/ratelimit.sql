@@ -151,6 +151,9 @@ COMMENT ON FUNCTION ratelimit.require_memory_engine() IS
 REVOKE ALL ON FUNCTION ratelimit.require_memory_engine() FROM PUBLIC;
 \ir src/define.sql
 
+\ir concurrency.sql
+\ir src/define_concurrency.sql
+
 \ir src/policies_view.sql
 
 CREATE FUNCTION @extschema@.rate_limit_take(name text, key text, cost float8 DEFAULT 1)

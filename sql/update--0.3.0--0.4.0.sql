@@ -15,9 +15,14 @@
 -- which named the native table, and the memory engine's counters of places
 -- (rate_limit_memory_stats), new, and rate_limit_define's new last
 -- parameter, enforce, with its column in ratelimit.policies and the view
--- rate_limit_policies.
+-- rate_limit_policies, and concurrency limits (rate_limit_define_concurrency,
+-- the columns kind, lease and lease_us, and rate_limit_headers, which
+-- accepts the NULL wait of a concurrency limit's denial).
+\ir concurrency.sql
+--upgrade: REVOKE ALL ON FUNCTION ratelimit.require_concurrency(text, interval) FROM PUBLIC;
 \ir src/enforce_upgrade.sql
 \ir src/headers_policy.sql
+\ir src/headers.sql
 \ir memory_stats.sql
 --upgrade: REVOKE ALL ON FUNCTION @extschema@.rate_limit_memory_stats() FROM PUBLIC;
 --upgrade: REVOKE ALL ON @extschema@.rate_limit_memory_stats FROM PUBLIC;

@@ -197,15 +197,16 @@ BEGIN
     END;
     INSERT INTO @rl@policies AS p
         (name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate, shards,
-         max_reserved, penalty, storage, enforce)
-    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+         max_reserved, penalty, storage, enforce, kind, lease)
+    VALUES ($1, $2, $3, coalesce($4, $2), $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'bucket', NULL)
     ON CONFLICT (name) DO UPDATE
         SET rate = excluded.rate, per = excluded.per, burst = excluded.burst,
             initial = excluded.initial, jitter = excluded.jitter,
             fixed_window = excluded.fixed_window, window_start = excluded.window_start,
             floor_rate = excluded.floor_rate, shards = excluded.shards,
             max_reserved = excluded.max_reserved, penalty = excluded.penalty,
-            storage = excluded.storage, enforce = excluded.enforce
+            storage = excluded.storage, enforce = excluded.enforce,
+            kind = excluded.kind, lease = excluded.lease
     RETURNING p.* INTO stored;
     RETURN stored;
 END

@@ -3,16 +3,27 @@
 -- The upgrade of rate_limit_define to 0.4.0, the same in the native
 -- extension and the portable limiter (their update--0.3.0--0.4.0.sql):
 -- policies gain enforce (false: report-only), the last parameter of
--- rate_limit_define.  A new argument list makes a new function, so the old
+-- rate_limit_define, and the columns of concurrency limits (kind, lease,
+-- lease_us; rate_limit_define_concurrency, new, is granted to whoever may
+-- execute rate_limit_define).  A new argument list makes a new function, so the old
 -- one is renamed, the new one made from define.sql and given the grants of
 -- the old, the view rate_limit_policies (which names it) replaced in place,
 -- keeping its own grants, and only then the old function dropped.
-ALTER TABLE :rl_policies ADD COLUMN enforce boolean NOT NULL DEFAULT true;
+\ir kind_check.sql
+ALTER TABLE :rl_policies ADD COLUMN enforce boolean NOT NULL DEFAULT true,
+    ADD COLUMN kind text COLLATE pg_catalog."C" NOT NULL DEFAULT 'bucket'::text,
+    ADD COLUMN lease interval,
+    ADD COLUMN lease_us bigint
+        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', lease)
+                                              OPERATOR(pg_catalog.*) '1000000'::float8)::bigint) STORED,
+    ADD :rl_kind_check;
 \set rl_define_0_3_0 :"rl_schema" .rate_limit_define_0_3_0(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text)
 ALTER FUNCTION :"rl_schema".rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text)
     RENAME TO rate_limit_define_0_3_0;
 \ir define.sql
 --upgrade: REVOKE ALL ON FUNCTION :rl_define FROM PUBLIC;
+\ir define_concurrency.sql
+--upgrade: REVOKE ALL ON FUNCTION :"rl_schema".rate_limit_define_concurrency(text, integer, interval, text, boolean) FROM PUBLIC;
 -- Whoever could execute it still can.
 DO $$
 DECLARE
@@ -24,8 +35,9 @@ BEGIN
               WHERE p.oid OPERATOR(pg_catalog.=) '@rl_define_0_3_0@'::pg_catalog.regprocedure
                 AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
                 AND a.grantee OPERATOR(pg_catalog.<>) p.proowner LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s',
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s, %s TO %s%s',
             '@rl_define@'::pg_catalog.regprocedure,
+            '@rl_schema@.rate_limit_define_concurrency(text, integer, interval, text, boolean)'::pg_catalog.regprocedure,
             CASE WHEN g.grantee OPERATOR(pg_catalog.=) '0'::pg_catalog.oid THEN 'PUBLIC'
                  ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
             CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);

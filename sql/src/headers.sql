@@ -30,14 +30,18 @@ BEGIN
     -- What the limiter returns: a name, a finite quota of zero or more per
     -- a positive period, a finite capacity above zero, a finite balance and
     -- waits of zero or more.  NaN compares equal to itself and above every
-    -- number; NULL makes the whole condition NULL.
+    -- number; NULL makes the whole condition NULL, but for a wait, which is
+    -- NULL when nobody can know it (a concurrency limit's place comes back
+    -- when a holder's transaction ends): then no t and no Retry-After.
     IF (decision.allowed IS NOT NULL
         AND decision.remaining OPERATOR(pg_catalog.>) '-Infinity'::float8
         AND decision.remaining OPERATOR(pg_catalog.<) 'Infinity'::float8
-        AND decision.retry_after OPERATOR(pg_catalog.>=) '0'::float8
-        AND decision.retry_after OPERATOR(pg_catalog.<>) 'NaN'::float8
-        AND decision.reset_after OPERATOR(pg_catalog.>=) '0'::float8
-        AND decision.reset_after OPERATOR(pg_catalog.<>) 'NaN'::float8
+        AND (decision.retry_after IS NULL
+             OR (decision.retry_after OPERATOR(pg_catalog.>=) '0'::float8
+                 AND decision.retry_after OPERATOR(pg_catalog.<>) 'NaN'::float8))
+        AND (decision.reset_after IS NULL
+             OR (decision.reset_after OPERATOR(pg_catalog.>=) '0'::float8
+                 AND decision.reset_after OPERATOR(pg_catalog.<>) 'NaN'::float8))
         AND decision.capacity OPERATOR(pg_catalog.>) '0'::float8
         AND decision.capacity OPERATOR(pg_catalog.<) 'Infinity'::float8
         AND decision.name OPERATOR(pg_catalog.<>) ''
@@ -45,8 +49,9 @@ BEGIN
         AND decision.quota OPERATOR(pg_catalog.<) 'Infinity'::float8
         AND per_seconds OPERATOR(pg_catalog.>) '0'::float8
         AND per_seconds OPERATOR(pg_catalog.<) 'Infinity'::float8
-        AND decision.refill_after OPERATOR(pg_catalog.>=) '0'::float8
-        AND decision.refill_after OPERATOR(pg_catalog.<>) 'NaN'::float8) IS NOT TRUE THEN
+        AND (decision.refill_after IS NULL
+             OR (decision.refill_after OPERATOR(pg_catalog.>=) '0'::float8
+                 AND decision.refill_after OPERATOR(pg_catalog.<>) 'NaN'::float8))) IS NOT TRUE THEN
         RAISE EXCEPTION 'decision is not a rate limit decision'
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = pg_catalog.format('The decision given was %s; a decision has a name, a quota of zero or more per a positive period, a finite capacity above zero, a finite balance and waits of zero or more.', decision),
@@ -122,8 +127,9 @@ DECLARE
     one record;
 BEGIN
     IF (decision.allowed IS NOT NULL
-        AND decision.retry_after OPERATOR(pg_catalog.>=) '0'::float8
-        AND decision.retry_after OPERATOR(pg_catalog.<>) 'NaN'::float8
+        AND (decision.retry_after IS NULL
+             OR (decision.retry_after OPERATOR(pg_catalog.>=) '0'::float8
+                 AND decision.retry_after OPERATOR(pg_catalog.<>) 'NaN'::float8))
         AND pg_catalog.array_ndims(decision.decisions) OPERATOR(pg_catalog.=) 1
         AND pg_catalog.cardinality(decision.remaining) OPERATOR(pg_catalog.=) pg_catalog.cardinality(decision.decisions))
        IS NOT TRUE THEN

@@ -7,3 +7,6 @@
 -- outside routine bodies and @rl_max_name_bytes@ inside them (see README).
 \set rl_max_name_bytes 256
 \set rl_max_key_bytes 1024
+-- The most places a concurrency limit holds at once per key: each is an
+-- entry of PostgreSQL's shared lock table while it is held.
+\set rl_max_held 10000

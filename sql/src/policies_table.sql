@@ -6,8 +6,12 @@
 -- router makes its row type rate_limit_policy from it.  Every operator is
 -- qualified and every literal exactly typed, so that nothing in the schema
 -- the limiter is installed into can be bound in its place.  Periods count in
--- seconds as date_part('epoch', ...) counts them.  Who may read or write it,
+-- seconds as date_part('epoch', ...) counts them.  A concurrency limit
+-- (kind 'concurrency', defined by rate_limit_define_concurrency) holds at
+-- most burst places at once per key, until the transaction ends or, with a
+-- lease, until it expires; its bucket options keep their defaults.  Who may read or write it,
 -- its comment and whether pg_dump keeps it are each target's own.
+\ir kind_check.sql
 CREATE TABLE :rl_policies (
     name              text COLLATE pg_catalog."C" NOT NULL,
     rate              float8 NOT NULL,
@@ -36,6 +40,11 @@ CREATE TABLE :rl_policies (
                                               OPERATOR(pg_catalog.*) '1000000'::float8)::bigint) STORED,
     storage           text COLLATE pg_catalog."C" NOT NULL DEFAULT 'table'::text,
     enforce           boolean NOT NULL DEFAULT true,
+    kind              text COLLATE pg_catalog."C" NOT NULL DEFAULT 'bucket'::text,
+    lease             interval,
+    lease_us          bigint
+        GENERATED ALWAYS AS (pg_catalog.round(pg_catalog.date_part('epoch', lease)
+                                              OPERATOR(pg_catalog.*) '1000000'::float8)::bigint) STORED,
     PRIMARY KEY (name),
     CONSTRAINT policies_name_check CHECK (pg_catalog.octet_length(name) OPERATOR(pg_catalog.>=) 1
                                           AND pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=) :rl_max_name_bytes),
@@ -65,6 +74,7 @@ CREATE TABLE :rl_policies (
     CONSTRAINT policies_storage_check
         CHECK (storage OPERATOR(pg_catalog.=) ANY ('{table,memory}'::text[])
                AND (storage OPERATOR(pg_catalog.=) 'table'::text
-                    OR shards OPERATOR(pg_catalog.=) 1))
+                    OR shards OPERATOR(pg_catalog.=) 1)),
+    :rl_kind_check
 );
 REVOKE ALL ON TABLE :rl_policies FROM PUBLIC;

@@ -9,7 +9,7 @@
 CREATE VIEW :"rl_schema".rate_limit_policies WITH (security_barrier) AS
 SELECT p.name, p.rate, p.per, p.burst, p.initial, p.jitter, p.fixed_window, p.window_start,
        p.floor_rate, p.shards, p.max_reserved, p.penalty, p.tokens_per_second, p.storage,
-       p.enforce
+       p.enforce, p.kind, p.lease
   FROM :rl_policies AS p
  WHERE pg_catalog.has_function_privilege(
            :'rl_define'::pg_catalog.regprocedure,

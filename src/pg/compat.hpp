@@ -119,6 +119,20 @@ constexpr bool kRlShmemFromHook = false;
 #endif
 
 /*
+ * 17 gave LockHeldByMe a third argument, orstronger: RlLockHeldByMe asks
+ * whether this transaction holds exactly `mode` on `tag`.
+ */
+static inline bool
+RlLockHeldByMe(const LOCKTAG *tag, LOCKMODE mode)
+{
+#if PG_VERSION_NUM >= 170000
+	return LockHeldByMe(tag, mode, false);
+#else
+	return LockHeldByMe(tag, mode);
+#endif
+}
+
+/*
  * 17 added named DSM segments, which a library loaded after server start may
  * create: RlNamedSegment(name, size, init) attaches to (or creates) one, and
  * is NULL before 17.

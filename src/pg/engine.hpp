@@ -37,6 +37,8 @@ struct BucketTake {
 	core::Request request;
 	const BucketEngine *engine; /* the policy's */
 	core::Decision decision;    /* out */
+	int max_held;               /* a concurrency limit's places (0: a bucket); request.cost
+	                               is then the places to hold */
 };
 
 /* A bucket as a listing or a sweep sees it. */
@@ -101,6 +103,11 @@ struct BucketEngine {
 	/* A policy of this engine was written with another limit than before
 	 * (or is new): NULL if the engine keeps nothing that depends on it. */
 	void (*policy_written)(const char *name, int name_bytes);
+	/* Concurrency limits: takes (take true) `places` of the `max_held`
+	 * places of key (name, key) until the caller's (sub)transaction ends,
+	 * or counts whether it could (see holds.hpp).  NULL if the engine keeps
+	 * none (rate_limit_define_concurrency refuses its storage). */
+	core::Decision (*hold)(text *name, text *key, int max_held, int places, bool take);
 };
 
 extern const BucketEngine kTableEngine;  /* storage.cpp */

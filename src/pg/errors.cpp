@@ -526,6 +526,57 @@ ReportInvalidAmount(double amount)
 }
 
 void
+ReportBadPlaces(const char *name, double cost, int max_held)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+	         errmsg("cost must be a whole number of places from 0 to max_held"),
+	         errdetail("Policy \"%s\" is a concurrency limit holding at most %d at once; the "
+	                   "cost given was %s.",
+	                   name, max_held, Show(cost)),
+	         errhint("Pass the number of places to hold, such as 1.")));
+	pg_unreachable();
+}
+
+void
+ReportConcurrencyRefund(const char *name)
+{
+	ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+	                errmsg("a concurrency limit cannot be refunded"),
+	                errdetail("Policy \"%s\" holds places, which come back when the transaction "
+	                          "that took them ends, not tokens.",
+	                          name),
+	                errhint("Roll back to a savepoint taken before the take to give its places "
+	                        "back early.")));
+	pg_unreachable();
+}
+
+void
+ReportHoldOutsideBlock(const char *function, const char *name)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_NO_ACTIVE_SQL_TRANSACTION),
+	         errmsg("%s() of a concurrency limit can only be used in transaction blocks", function),
+	         errdetail("Policy \"%s\" holds places until the transaction ends, and this "
+	                   "transaction ends with the statement.",
+	                   name),
+	         errhint("Take it after BEGIN, in the transaction that does the work it "
+	                 "limits.")));
+	pg_unreachable();
+}
+
+void
+ReportHoldRecovery(const char *function)
+{
+	ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+	                errmsg("cannot execute %s() of a concurrency limit during recovery", function),
+	                errdetail("Places are held in the server's lock table, and a standby server's "
+	                          "lock table is not the primary's."),
+	                errhint("Call it on the primary server.")));
+	pg_unreachable();
+}
+
+void
 ReportStateTableMissing(const char *table)
 {
 	ereport(ERROR,

@@ -106,6 +106,12 @@ enum class CallForm {
  * 22023: a bad refund amount. */
 [[noreturn]] void ReportUndefinedPolicy(const char *name, bool table_exists);
 [[noreturn]] void ReportInvalidAmount(double amount);
+/* A concurrency limit: a cost that is not a whole number of places from 0
+ * to max_held, and a refund, which it has no tokens for. */
+[[noreturn]] void ReportBadPlaces(const char *name, double cost, int max_held);
+[[noreturn]] void ReportConcurrencyRefund(const char *name);
+[[noreturn]] void ReportHoldOutsideBlock(const char *function, const char *name);
+[[noreturn]] void ReportHoldRecovery(const char *function);
 
 /* What a check of a table of the extension found changed.  `object`, where
  * given, names what was found: a trigger, a constraint, a column. */

@@ -454,6 +454,19 @@ RequireEngine(const BucketEngine &engine, const Signature &signature, bool write
 	}
 }
 
+void
+RequireHolds(const Signature &signature, text *name, bool take)
+{
+	if (RecoveryInProgress())
+		ReportHoldRecovery(signature.function);
+	if (!take)
+		return;
+	if (!IsTransactionBlock())
+		ReportHoldOutsideBlock(signature.function, text_to_cstring(name));
+	if (IsInParallelMode())
+		ReportParallelMode(signature.function);
+}
+
 namespace {
 
 constexpr ResultColumn kDecisionColumns[] = {
@@ -675,6 +688,10 @@ DecisionValues(const core::Decision &decision, double capacity, const LimitLabel
 	                                         Float8GetDatum(decision.refill_after)};
 	memcpy(values, row, sizeof(row));
 	memset(nulls, false, sizeof(bool) * lengthof(kDecisionColumns));
+	/* A wait nobody can know (a place held until a transaction ends): NULL. */
+	nulls[2] = std::isnan(decision.retry_after);
+	nulls[3] = std::isnan(decision.reset_after);
+	nulls[8] = std::isnan(decision.refill_after);
 }
 
 } /* namespace */
@@ -701,7 +718,8 @@ AllDecisionDatum(FunctionCallInfo fcinfo, const AllDecision &decision)
 	    BoolGetDatum(decision.allowed),         Float8GetDatum(decision.retry_after),
 	    PointerGetDatum(decision.binding_name), PointerGetDatum(decision.binding_key),
 	    PointerGetDatum(decision.remaining),    (Datum)0};
-	bool nulls[lengthof(kAllDecisionColumns)] = {false, false, false, false, false, true};
+	bool nulls[lengthof(kAllDecisionColumns)] = {
+	    false, std::isnan(decision.retry_after), false, false, false, true};
 	if (type->has_element) {
 		Datum *elements = static_cast<Datum *>(palloc(sizeof(Datum) * decision.count));
 		for (int i = 0; i < decision.count; i++) {

@@ -179,6 +179,12 @@ void RequireWritable(const Signature &signature);
  * that writes none serves anywhere (a read-only transaction and a standby
  * included), but writes nothing in parallel mode. */
 void RequireEngine(const BucketEngine &engine, const Signature &signature, bool writes);
+/* Where places of concurrency limit `name` may be held (`take`) or counted:
+ * on a primary only (a standby's lock table is its own), a hold in a
+ * transaction block only (one that ends with its statement limits nothing),
+ * in a read-only transaction too (a place writes nothing), never in
+ * parallel mode. */
+void RequireHolds(const Signature &signature, text *name, bool take);
 
 /* The rate_limit_decision row of `decision` under `limit`, labelled `label`. */
 Datum DecisionDatum(FunctionCallInfo fcinfo, const core::Decision &decision,

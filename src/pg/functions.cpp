@@ -86,6 +86,22 @@ BucketDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::K
 	return DecisionDatum(fcinfo, decision, call.limit, call.label);
 }
 
+/* Take or check of places of concurrency limit `policy` (see holds.hpp):
+ * max_wait does not apply, a hold never reserves. */
+Datum
+HoldDecision(FunctionCallInfo fcinfo, const PolicyCall &call, const Policy &policy,
+             Operation::Kind kind)
+{
+	const int places = PolicyPlaces(policy, call.name, call.cost);
+	const TakeCount count = StartCount(kind == Operation::kTake);
+	core::Decision decision =
+	    policy.engine->hold(call.name, call.key, policy.max_held, places, kind == Operation::kTake);
+	FinishCount(count, call.name, call.cost, decision);
+	/* Counted as the denial it would be; answered as allowed. */
+	(void)ReportOnly(policy, &decision);
+	return DecisionDatum(fcinfo, decision, policy.limit, PolicyLabel(policy, call.name));
+}
+
 /* Take or check with the limit of policy `name`, reserving within
  * call.max_wait as far as the policy allows.  A denial's retry_after is
  * jittered as the policy says; a reservation's is not (the reserved work may
@@ -95,6 +111,10 @@ PolicyDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::K
 {
 	PolicyCall call = DecodePolicyCall(fcinfo, signature);
 	Policy policy = LookupPolicy(call.name);
+	if (policy.max_held > 0) {
+		RequireHolds(signature, call.name, kind == Operation::kTake);
+		return HoldDecision(fcinfo, call, policy, kind);
+	}
 	RequireFor(*policy.engine, signature, kind);
 	core::Limit limit = PolicyLimit(policy, call.name, call.key);
 	core::Request request = PolicyRequest(policy, call.cost, call.max_wait);
@@ -244,6 +264,8 @@ rate_limit_refund_policy(PG_FUNCTION_ARGS)
 {
 	pg::PolicyRefundCall call = pg::DecodePolicyRefundCall(fcinfo);
 	pg::Policy policy = pg::LookupPolicy(call.name);
+	if (policy.max_held > 0)
+		pg::ReportConcurrencyRefund(text_to_cstring(call.name));
 	pg::RequireFor(*policy.engine, pg::kRefundPolicySignature, pg::Operation::kRefund);
 	core::Limit limit = pg::PolicyLimit(policy, call.name, call.key);
 	core::Decision decision;

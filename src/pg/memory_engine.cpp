@@ -65,6 +65,7 @@
 #include "pg/bucket_keys.hpp"
 #include "pg/clock.hpp"
 #include "pg/errors.hpp"
+#include "pg/holds.hpp"
 #include "pg/memory_table.hpp"
 #include "pg/memory_undo.hpp"
 #include "pg/policies.hpp"
@@ -691,6 +692,7 @@ const BucketEngine kMemoryEngine = {
     VisitMemoryBuckets,
     PurgeMemory,
     KeepMemoryBuckets,
+    HoldPlaces, /* places live in the lock table, as the table engine's */
 };
 
 } /* namespace ratelimit::pg */

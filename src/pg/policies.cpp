@@ -55,6 +55,8 @@ enum PolicyColumn {
 	kPenaltyUs,
 	kStorage,
 	kEnforce,
+	kKind,
+	kLeaseUs,
 	kPolicyColumns
 };
 
@@ -80,7 +82,9 @@ constexpr ColumnSpec kColumns[kPolicyColumns] = {{"name", TEXTOID, false},
                                                  {"max_reserved", FLOAT8OID, false, true},
                                                  {"penalty_us", INT8OID, true, true},
                                                  {"storage", TEXTOID, false, true},
-                                                 {"enforce", BOOLOID, false, true}};
+                                                 {"enforce", BOOLOID, false, true},
+                                                 {"kind", TEXTOID, false, true},
+                                                 {"lease_us", INT8OID, true, true}};
 
 /* The engine a storage column's value names, or NULL. */
 const BucketEngine *
@@ -88,6 +92,16 @@ EngineOfRow(Datum storage)
 {
 	text *value = DatumGetTextPP(storage);
 	return EngineNamed(VARDATA_ANY(value), VARSIZE_ANY_EXHDR(value));
+}
+
+/* Whether the kind column's value `kind` is `expected`. */
+bool
+PolicyKindIs(Datum kind, const char *expected)
+{
+	text *value = DatumGetTextPP(kind);
+	const int bytes = VARSIZE_ANY_EXHDR(value);
+	return bytes == static_cast<int>(strlen(expected)) &&
+	       memcmp(VARDATA_ANY(value), expected, bytes) == 0;
 }
 
 /* Most names cached as not defined; then the cache starts afresh, so that
@@ -270,6 +284,23 @@ ReadPolicy(text *name, Policy *policy, bool *cacheable)
 		policy->enforce = null[kEnforce] || DatumGetBool(value[kEnforce]);
 		if (!policy->enforce)
 			policy->limit.penalty_us = 0;
+		/* No column (before 0.4.0): a token bucket. */
+		policy->max_held = 0;
+		policy->lease_us = 0;
+		if (!null[kKind] && !PolicyKindIs(value[kKind], "bucket")) {
+			if (!PolicyKindIs(value[kKind], "concurrency"))
+				ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "kind");
+			const double places = policy->limit.burst;
+			if (!(places >= 1.0 && places <= kMaxHeld && places == floor(places)) ||
+			    policy->shards != 1)
+				ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "burst");
+			policy->max_held = static_cast<int>(places);
+			policy->lease_us = null[kLeaseUs] ? 0 : DatumGetInt64(value[kLeaseUs]);
+			/* Restored from a dump of a version that keeps them. */
+			if (policy->engine->hold == NULL || policy->lease_us != 0)
+				ReportStateTableAltered(kPolicyTable, TableChange::kBadValue,
+				                        policy->lease_us != 0 ? "lease_us" : "storage");
+		}
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
@@ -309,6 +340,21 @@ PolicyRequest(const Policy &policy, double cost, double max_wait)
 	return request;
 }
 
+int
+CheckPlaces(text *name, double cost, int max_held)
+{
+	/* NaN fails every comparison. */
+	if (!(cost >= 0.0 && cost <= max_held && cost == floor(cost)))
+		ReportBadPlaces(text_to_cstring(name), cost, max_held);
+	return static_cast<int>(cost);
+}
+
+int
+PolicyPlaces(const Policy &policy, text *name, double cost)
+{
+	return CheckPlaces(name, cost, policy.max_held);
+}
+
 bool
 ReportOnly(const Policy &policy, core::Decision *decision)
 {
@@ -340,7 +386,7 @@ namespace {
  * (enforce: a report-only policy's limit has no penalty box). */
 constexpr const char *kLimitColumns[] = {
     "tokens_per_second", "burst",      "initial", "window_us", "fixed_window", "window_start_us",
-    "floor_per_second",  "penalty_us", "storage", "enforce"};
+    "floor_per_second",  "penalty_us", "storage", "enforce",   "kind",         "lease_us"};
 
 /* Whether `old_row` and `new_row` give their buckets the same limit. */
 bool

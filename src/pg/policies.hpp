@@ -34,7 +34,15 @@ struct Policy {
 	int shards;                 /* rows a key is split over (1: not split) */
 	const BucketEngine *engine; /* keeps its buckets: the storage it names */
 	bool enforce;               /* false: report-only (limit.penalty_us is then 0) */
+	int max_held;               /* a concurrency limit: the places a key holds at once
+	                               (limit.burst); 0 for a token bucket */
+	int64 lease_us;             /* a concurrency limit's lease; 0: held until the
+	                               transaction ends */
 };
+
+/* The most places a concurrency limit holds at once per key
+ * (sql/src/limits.sql's rl_max_held). */
+constexpr int kMaxHeld = RATELIMIT_MAX_HELD;
 
 /* Registers the relcache callback that marks the policy cache stale. */
 void RegisterPolicyCallbacks();
@@ -54,6 +62,13 @@ core::Limit PolicyLimit(const Policy &policy, text *name, text *key);
  * `max_wait` seconds (0: no reservation) as far as the policy's
  * max_reserved allows. */
 core::Request PolicyRequest(const Policy &policy, double cost, double max_wait);
+
+/* The places a take or check of `cost` holds under concurrency limit
+ * `policy` (max_held > 0): raises 22023 for a cost that is not a whole
+ * number from 0 to max_held. */
+int PolicyPlaces(const Policy &policy, text *name, double cost);
+/* The same check, of a concurrency limit of `max_held` places. */
+int CheckPlaces(text *name, double cost, int max_held);
 
 /* A take or check of a report-only policy that `decision` denies: allowed
  * all the same, with every other column the denial's.  Nothing else for an

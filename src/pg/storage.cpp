@@ -83,6 +83,7 @@
 
 #include "pg/clock.hpp"
 #include "pg/errors.hpp"
+#include "pg/holds.hpp"
 
 namespace ratelimit::pg {
 
@@ -1353,6 +1354,7 @@ const BucketEngine kTableEngine = {
     VisitBuckets,
     PurgeTable,
     NULL, /* policy_written: a row judges itself by the policy at every call */
+    HoldPlaces,
 };
 
 } /* namespace ratelimit::pg */

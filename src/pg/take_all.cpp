@@ -9,6 +9,8 @@
  */
 #include "pg/take_all.hpp"
 
+#include <cmath>
+
 #include "pg/bucket_keys.hpp"
 #include "pg/errors.hpp"
 #include "pg/policies.hpp"
@@ -49,12 +51,15 @@ ResolveLimit(const LimitList &list, int i, double max_wait, LimitLabel *label, b
 	if (policy.shards > 1)
 		ReportShardedTakeAll(text_to_cstring(name));
 	core::Limit limit = PolicyLimit(policy, name, key);
-	core::Request request =
-	    PolicyRequest(policy, list.costs != NULL ? DatumGetFloat8(list.costs[i]) : 1.0, max_wait);
-	CheckRequest(limit, request, CallForm::kPolicy);
+	const double cost = list.costs != NULL ? DatumGetFloat8(list.costs[i]) : 1.0;
+	core::Request request = PolicyRequest(policy, cost, max_wait);
+	if (policy.max_held > 0)
+		(void)PolicyPlaces(policy, name, cost);
+	else
+		CheckRequest(limit, request, CallForm::kPolicy);
 	*label = PolicyLabel(policy, name);
 	*enforce = policy.enforce;
-	return BucketTake{name, key, limit, request, policy.engine, core::Decision{}};
+	return BucketTake{name, key, limit, request, policy.engine, core::Decision{}, policy.max_held};
 }
 
 /* qsort_arg comparator over positions into a BucketTake array. */
@@ -84,6 +89,11 @@ MergeRepeats(const BucketTake *given, int count, BucketTake *takes, int *bucket_
 		if (buckets > 0 && CompareBuckets(takes[buckets - 1], given[position]) == 0) {
 			BucketTake &merged = takes[buckets - 1];
 			merged.request.cost += given[position].request.cost;
+			if (merged.max_held > 0) {
+				(void)CheckPlaces(merged.name, merged.request.cost, merged.max_held);
+				bucket_of[position] = buckets - 1;
+				continue;
+			}
 			const double debt_cap = core::DebtCap(merged.limit, merged.request);
 			if (merged.request.cost > merged.limit.burst + debt_cap)
 				ReportMergedCostExceedsBurst(text_to_cstring(merged.name),
@@ -95,7 +105,8 @@ MergeRepeats(const BucketTake *given, int count, BucketTake *takes, int *bucket_
 		bucket_of[position] = buckets - 1;
 	}
 	for (int b = 0; b < buckets; b++)
-		CheckRequest(takes[b].limit, takes[b].request, CallForm::kPolicy);
+		if (takes[b].max_held == 0)
+			CheckRequest(takes[b].limit, takes[b].request, CallForm::kPolicy);
 	return buckets;
 }
 
@@ -109,11 +120,15 @@ BindingLimit(const BucketTake *takes, const int *bucket_of, int count, bool allo
 	for (int i = 1; i < count; i++) {
 		const BucketTake &t = takes[bucket_of[i]];
 		const BucketTake &best = takes[bucket_of[binding]];
+		/* Denied, a wait nobody knows (NaN: a place held until a
+		 * transaction ends) is the longest. */
 		bool better =
 		    allowed
 		        ? t.decision.remaining / t.limit.burst < best.decision.remaining / best.limit.burst
-		        : (!t.decision.allowed &&
-		           (best.decision.allowed || t.decision.retry_after > best.decision.retry_after));
+		        : (!t.decision.allowed && (best.decision.allowed ||
+		                                   (!std::isnan(best.decision.retry_after) &&
+		                                    (std::isnan(t.decision.retry_after) ||
+		                                     t.decision.retry_after > best.decision.retry_after))));
 		if (better)
 			binding = i;
 	}
@@ -187,6 +202,96 @@ TakeEnforced(BucketTake *takes, int count, const bool *enforce)
 	}
 }
 
+namespace {
+
+/* The limits of one call split by kind: buckets (into TakeEnforced) and
+ * places held until the transaction ends. */
+struct MixedTake {
+	BucketTake *buckets;
+	const bool *bucket_enforce;
+	int bucket_count;
+	BucketTake *holds;
+	const bool *hold_enforce;
+	int hold_count;
+	bool buckets_allowed; /* out */
+	int denied_hold;      /* out: the enforced hold that denied, or -1 */
+};
+
+/* Takes the buckets, then the places, in the subtransaction of
+ * TakeMixed: kept when every enforced limit granted, or when a bucket
+ * denied (what a denial records is kept; no place was taken); rolled back
+ * when a place was denied, which undoes the buckets' takes. */
+bool
+TakeBucketsThenHolds(void *context)
+{
+	MixedTake &mixed = *static_cast<MixedTake *>(context);
+	mixed.buckets_allowed = mixed.bucket_count == 0 ||
+	                        TakeEnforced(mixed.buckets, mixed.bucket_count, mixed.bucket_enforce);
+	if (!mixed.buckets_allowed)
+		return true;
+	for (int h = 0; h < mixed.hold_count; h++) {
+		BucketTake &hold = mixed.holds[h];
+		hold.decision = hold.engine->hold(hold.name, hold.key, hold.max_held,
+		                                  static_cast<int>(hold.request.cost), true);
+		if (!hold.decision.allowed && mixed.hold_enforce[h]) {
+			mixed.denied_hold = h;
+			return false;
+		}
+	}
+	return true;
+}
+
+/* As TakeEnforced, for a call that holds places too: all or nothing over
+ * both kinds.  A denied call holds no place; each limit but the one that
+ * denied answers as it stands once nothing is taken (a check). */
+bool
+TakeMixed(BucketTake *takes, int count, const bool *enforce)
+{
+	BucketTake *buckets = static_cast<BucketTake *>(palloc(sizeof(BucketTake) * count));
+	BucketTake *holds = static_cast<BucketTake *>(palloc(sizeof(BucketTake) * count));
+	bool *bucket_enforce = static_cast<bool *>(palloc(sizeof(bool) * count));
+	bool *hold_enforce = static_cast<bool *>(palloc(sizeof(bool) * count));
+	int bucket_count = 0;
+	int hold_count = 0;
+	for (int b = 0; b < count; b++) {
+		if (takes[b].max_held > 0) {
+			hold_enforce[hold_count] = enforce[b];
+			holds[hold_count++] = takes[b];
+		} else {
+			bucket_enforce[bucket_count] = enforce[b];
+			buckets[bucket_count++] = takes[b];
+		}
+	}
+	MixedTake mixed{buckets,      bucket_enforce, bucket_count, holds,
+	                hold_enforce, hold_count,     false,        -1};
+	const bool kept = InSubtransaction(TakeBucketsThenHolds, &mixed);
+	const bool allowed = kept && mixed.buckets_allowed;
+	if (!allowed) {
+		for (int h = 0; h < hold_count; h++) {
+			BucketTake &hold = holds[h];
+			if (h != mixed.denied_hold)
+				hold.decision = hold.engine->hold(hold.name, hold.key, hold.max_held,
+				                                  static_cast<int>(hold.request.cost), false);
+		}
+		/* Taken, then rolled back with the places. */
+		if (!kept)
+			for (int b = 0; b < bucket_count; b++) {
+				BucketTake &bucket = buckets[b];
+				const Operation check{Operation::kCheck, bucket.request, 0.0};
+				bucket.decision =
+				    bucket.engine->decide(bucket.name, bucket.key, bucket.limit, check);
+			}
+	}
+	bucket_count = 0;
+	hold_count = 0;
+	for (int b = 0; b < count; b++)
+		takes[b].decision =
+		    takes[b].max_held > 0 ? holds[hold_count++].decision : buckets[bucket_count++].decision;
+	return allowed;
+}
+
+} /* namespace */
+
 LimitList
 ReadLimitList(const TakeAllCall &call)
 {
@@ -226,12 +331,24 @@ TakeAllLimits(const LimitList &list, double max_wait, const Signature &signature
 		if (takes[b].engine != takes[0].engine)
 			ReportMixedStorage(text_to_cstring(takes[0].name), takes[0].engine->holds,
 			                   text_to_cstring(takes[b].name), takes[b].engine->holds);
-	RequireEngine(*takes[0].engine, signature, true);
+	text *held = NULL; /* the first limit that holds places, if any */
+	bool takes_tokens = false;
+	for (int b = 0; b < buckets; b++) {
+		if (takes[b].max_held > 0 && held == NULL)
+			held = takes[b].name;
+		takes_tokens = takes_tokens || takes[b].max_held == 0;
+	}
+	const bool holds_places = held != NULL;
+	if (holds_places)
+		RequireHolds(signature, held, true);
+	if (takes_tokens)
+		RequireEngine(*takes[0].engine, signature, true);
 	/* A bucket's limits are one policy's: enforced or report-only alike. */
 	bool *enforce = static_cast<bool *>(palloc(sizeof(bool) * buckets));
 	for (int i = 0; i < count; i++)
 		enforce[bucket_of[i]] = given_enforce[i];
-	bool allowed = TakeEnforced(takes, buckets, enforce);
+	bool allowed =
+	    holds_places ? TakeMixed(takes, buckets, enforce) : TakeEnforced(takes, buckets, enforce);
 
 	const BucketTake &bound = takes[bucket_of[BindingLimit(takes, bucket_of, count, allowed)]];
 	Datum *remaining = static_cast<Datum *>(palloc(sizeof(Datum) * count));

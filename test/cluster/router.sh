@@ -166,6 +166,24 @@ q -c "BEGIN" -c "SELECT remaining FROM rate_limit_take('api', 'k1')" -c "ROLLBAC
 rl_expect_value "rollback on the router: the partition kept the take" 3 \
     "SELECT remaining FROM rate_limit_check('api', 'k1', 0)"
 
+# A concurrency limit's place would be held by the partition's own
+# transaction, which PL/Proxy ends with the call: a routed take is refused
+# by the partition, inside the caller's transaction block or not, and
+# holds nothing there.
+for n in 1 2; do
+    q -c "SELECT name FROM rate_limit_define_concurrency('held', 1)" \
+        -h "$RL_CLUSTER_DIR/part$n" -p "${PART_PORT[$n]}" >/dev/null
+done
+rl_expect_sqlstate "concurrency limit: a routed take is refused" 25P01 \
+    "SELECT * FROM rate_limit_take('held', 'k1')"
+rl__expect_got "concurrency limit: refused within the router's transaction block too" \
+    "25P01: public.rate_limit_take(3): [postgres] REMOTE ERROR: rate_limit_take() of a concurrency limit can only be used in transaction blocks" \
+    "$(error_of "BEGIN; SELECT * FROM rate_limit_take('held', 'k1'); COMMIT" | cut -d '|' -f 1)"
+rl_expect_value "concurrency limit: a routed check answers, every place free" "t|1" \
+    "SELECT allowed, remaining FROM rate_limit_check('held', 'k1')"
+rl_expect_sqlstate "concurrency limit: a routed take_all is refused" 25P01 \
+    "SELECT * FROM rate_limit_take_all(ARRAY['held'], ARRAY['k1'])"
+
 # take_all: within one partition it is routed; across two it is refused,
 # and nothing is taken.
 same=$(q -c "SELECT 'k' || g FROM generate_series(100, 400) AS g

@@ -3,7 +3,10 @@
 #
 # On a hot standby the state table has no data (it is unlogged) and no
 # transaction can write: every function must refuse with SQLSTATE 25006 and
-# a clear message, never fail obscurely or return a made-up answer.  Starts a
+# a clear message, never fail obscurely or return a made-up answer.  A
+# concurrency limit's places are held in the server's lock table, which a
+# standby's is not the primary's: takes and checks of one refuse with 25006
+# too, in the native extension and in the portable limiter.  Starts a
 # primary and a streaming standby of its own and stops both.
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/lib.sh"
@@ -12,7 +15,10 @@ rl_require_install
 cluster_start
 psql -X -q -v ON_ERROR_STOP=1 \
     -c "CREATE EXTENSION ratelimit" \
-    -c "SELECT allowed FROM rate_limit_take('standby', 'k', 1, 1, 5)" >/dev/null
+    -c "SELECT allowed FROM rate_limit_take('standby', 'k', 1, 1, 5)" \
+    -c "SELECT name FROM rate_limit_define_concurrency('held', 2)" \
+    -c "CREATE SCHEMA limits" -c "CREATE EXTENSION ratelimit_portable SCHEMA limits" \
+    -c "SELECT name FROM limits.rate_limit_define_concurrency('held', 2)" >/dev/null
 
 standby=$RL_CLUSTER_DIR/standby
 standby_port=$(rl_pick_port)
@@ -40,6 +46,22 @@ expect_refusal() {
 expect_refusal "SELECT * FROM rate_limit_take('standby', 'k', 1, 1, 5)"
 expect_refusal "SELECT * FROM rate_limit_check('standby', 'k', 1, 1, 5)"
 expect_refusal "SELECT rate_limit_reset('standby', 'k')"
+expect_hold_refusal() {
+    local sql=$1 out
+    out=$(psql -X -A -t -p "$standby_port" -v VERBOSITY=verbose -c "$sql" 2>&1 || true)
+    if grep -q '^ERROR:  25006: cannot execute rate_limit_[a-z_]*() of a concurrency limit during recovery' <<<"$out" &&
+       grep -q "a standby server's lock table is not the primary's" <<<"$out"; then
+        printf 'ok: %s\n' "$sql"
+    else
+        printf 'FAILED: %s\n%s\n' "$sql" "$out"
+        failures=$((failures + 1))
+    fi
+}
+for api in '' limits.; do
+    expect_hold_refusal "SELECT * FROM ${api}rate_limit_take('held', 'k')"
+    expect_hold_refusal "SELECT * FROM ${api}rate_limit_check('held', 'k')"
+    expect_hold_refusal "SELECT * FROM ${api}rate_limit_take_all(ARRAY['held'], ARRAY['k'])"
+done
 
 # The primary is unaffected.
 remaining=$(psql -X -A -t -c "SELECT remaining FROM rate_limit_take('standby', 'k', 1, 0, 5)")

@@ -129,6 +129,21 @@ SELECT name, enforce FROM rate_limit_define('search', 2, '1 second', burst => 2)
 SELECT d.allowed, d.remaining, d.retry_after, h.ratelimit, h.retry_after AS retry_after_header
   FROM rate_limit_take('search', 'client:9') AS d, LATERAL rate_limit_headers(d) AS h;
 
+-- Example 7: "2 a minute and at most 1 at once", all or nothing (the
+-- concurrency limits' example).
+SELECT name FROM rate_limit_define('exports-rate', 2, '1 minute');
+SELECT name FROM rate_limit_define_concurrency('exports-held', 1);        -- max_held
+BEGIN;
+SELECT allowed, binding_name FROM rate_limit_take_all(ARRAY['exports-rate', 'exports-held'],
+                                                      ARRAY['t1', 't1']);
+-- ... the export, in this transaction: the place is held until COMMIT or ROLLBACK
+SELECT allowed, retry_after, binding_name
+  FROM rate_limit_take_all(ARRAY['exports-rate', 'exports-held'], ARRAY['t1', 't1']);
+COMMIT;
+-- (no token was taken by the denial; the place is free again)
+SELECT (rate_limit_check('exports-rate', 't1', 0)).remaining AS tokens_left,
+       (rate_limit_check('exports-held', 't1', 0)).remaining AS places_free;
+
 -- The headers example of the reference.
 SELECT name FROM rate_limit_define('default', 100, '1 minute');
 SELECT h.*

@@ -209,6 +209,36 @@ SELECT allowed, binding_name, remaining FROM rate_limit_take_all(ARRAY['mem', 'm
 SELECT allowed, remaining FROM rate_limit_check('mem', 'all', 0);
 SELECT * FROM rate_limit_take_all(ARRAY['mem', 'mem-table'], ARRAY['all', 'all']);
 
+-- A concurrency limit with storage 'memory' holds its places in the lock
+-- table, as with the table (test/sql/native/concurrency_holds.sql), and is
+-- taken all or nothing with memory buckets: a denial by the place takes no
+-- token, a denial by the bucket holds no place.
+SELECT name, storage, kind, burst FROM rate_limit_define_concurrency('mem-held', 1, storage => 'memory');
+SELECT (rate_limit_define('mem-c', 1, '1 hour', 2, storage => 'memory')).storage;
+BEGIN READ ONLY;
+SELECT allowed, binding_name, remaining
+  FROM rate_limit_take_all(ARRAY['mem-c', 'mem-held'], ARRAY['h', 'h']);
+SELECT allowed, retry_after, binding_name, remaining
+  FROM rate_limit_take_all(ARRAY['mem-c', 'mem-held'], ARRAY['h', 'h']);
+SELECT allowed, remaining FROM rate_limit_check('mem-c', 'h', 0);
+SELECT allowed, remaining, retry_after FROM rate_limit_take('mem-held', 'h');
+COMMIT;
+BEGIN;
+SELECT allowed, binding_name, remaining
+  FROM rate_limit_take_all(ARRAY['mem-c', 'mem-held'], ARRAY['h', 'h']);
+ROLLBACK;
+BEGIN;
+SELECT allowed, remaining FROM rate_limit_take('mem-c', 'h');
+SELECT allowed, retry_after > 0 AS waits, binding_name, remaining
+  FROM rate_limit_take_all(ARRAY['mem-c', 'mem-held'], ARRAY['h', 'h']);
+SELECT allowed, remaining FROM rate_limit_check('mem-held', 'h');
+COMMIT;
+SELECT * FROM rate_limit_take_all(ARRAY['mem-held', 'mem-table'], ARRAY['h', 'h']);
+BEGIN;
+SELECT * FROM rate_limit_take_all(ARRAY['mem-held', 'mem-table'], ARRAY['h', 'h']);
+ROLLBACK;
+SELECT rate_limit_drop('mem-held'), rate_limit_drop('mem-c');
+
 -- Listing, reset, purge and counters cover memory buckets.
 SELECT key, shard, balance, tokens FROM rate_limit_buckets('mem') ORDER BY key;
 -- A reset, like a refund, raises a balance: it takes effect when its

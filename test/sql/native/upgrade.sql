@@ -278,6 +278,14 @@ SELECT allowed, remaining FROM portable_upgrade.rate_limit_take('kept', 'k');
 SELECT h.* FROM portable_upgrade.rate_limit_check('kept', 'k') AS d,
                 LATERAL portable_upgrade.rate_limit_headers(d, 'kept') AS h;
 SELECT portable_upgrade.rate_limit_drop('kept');
+-- A concurrency limit holds its places once upgraded.
+SELECT name, burst, kind FROM portable_upgrade.rate_limit_define_concurrency('held', 1);
+BEGIN;
+SELECT allowed, remaining FROM portable_upgrade.rate_limit_take('held', 'k');
+SELECT allowed, remaining, retry_after FROM portable_upgrade.rate_limit_take('held', 'k');
+COMMIT;
+SELECT allowed, remaining FROM portable_upgrade.rate_limit_check('held', 'k');
+SELECT portable_upgrade.rate_limit_drop('held');
 DROP EXTENSION ratelimit_portable;
 CREATE EXTENSION ratelimit_portable SCHEMA portable_upgrade;
 RESET ROLE;

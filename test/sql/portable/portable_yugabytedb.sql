@@ -108,6 +108,17 @@ SELECT string_agg(key, ' ' ORDER BY substr(key, 2)::int) AS kept FROM portable_y
 -- YugabyteDB replicates every table: bucket state stays logged.
 SELECT pg_temp.error_of($$SELECT portable_yb.rate_limit_set_logged(false)$$);
 
+-- Its pg_locks does not list advisory locks by their numbers, by which the
+-- places of a concurrency limit are counted: refused, defined or (a row
+-- restored from PostgreSQL) taken.
+SELECT pg_temp.error_of($$SELECT portable_yb.rate_limit_define_concurrency('yb-held', 2)$$);
+INSERT INTO portable_yb.rl_policies (name, rate, per, burst, kind) VALUES ('yb-held', 0, '1 second', 2, 'concurrency');
+BEGIN;
+SELECT pg_temp.error_of($$SELECT portable_yb.rate_limit_take('yb-held', 'k')$$);
+SELECT pg_temp.error_of($$SELECT portable_yb.rate_limit_check('yb-held', 'k')$$);
+SELECT pg_temp.error_of($$SELECT portable_yb.rate_limit_take_all(ARRAY['yb', 'yb-held'], ARRAY['k', 'k'])$$);
+COMMIT;
+
 RESET ratelimit.fixed_clock;
 SET client_min_messages = warning;
 DROP SCHEMA portable_yb CASCADE;
