@@ -134,7 +134,8 @@ server_start() {
 }
 
 # create_database DB SCHEMA: DB with the extension (no SCHEMA) or the
-# portable limiter (in SCHEMA), the policies and the orders table.
+# portable limiter (in SCHEMA), the policies ("exports": one place at once)
+# and the orders table.
 create_database() {
     db=$1 schema=$2
     q=${schema:+$schema.}
@@ -147,6 +148,7 @@ create_database() {
     sql "SELECT ${q}rate_limit_define('api', 5, '1 hour', burst => 3);
          SELECT ${q}rate_limit_define('orders', 2, '1 hour');
          SELECT ${q}rate_limit_define('bytes', 1000, '1 day');
+         SELECT ${q}rate_limit_define_concurrency('exports', 1);
          CREATE TABLE orders (id bigserial PRIMARY KEY, item text NOT NULL CHECK (item <> ''))" >/dev/null
 }
 
