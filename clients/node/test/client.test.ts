@@ -127,7 +127,7 @@ test('the take inside a caller\'s own transaction rolls back with it', async () 
 });
 
 test('a concurrency limit: waits unknown (null) while a place is held, no Retry-After for a denial', async () => {
-  const free = await limiter.check('exports', 'team:1');
+  const free = await limiter.check('exports', 'team:1', { cost: 0 });
   assert.deepEqual([free.allowed, free.retryAfter, free.resetAfter, free.refillAfter], [true, 0, 0, 0]);
   // PGlite has one session: the second take, in the transaction holding the
   // one place, is denied as another transaction's would be.
@@ -149,7 +149,7 @@ test('a concurrency limit: waits unknown (null) while a place is held, no Retry-
   });
   // Both transactions ended: no place held.
   for (const key of ['team:1', 'team:2']) {
-    assert.equal((await limiter.check('exports', key)).resetAfter, 0);
+    assert.equal((await limiter.check('exports', key, { cost: 0 })).resetAfter, 0);
   }
 });
 

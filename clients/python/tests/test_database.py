@@ -126,7 +126,7 @@ def test_concurrency_limit_in_a_transaction(limiter):
     """A place is held until the transaction ends: waits nobody can know are
     None, a denial has no Retry-After."""
     key = fresh()
-    free = limiter.check("exports", key)
+    free = limiter.check("exports", key, 0)
     assert (free.allowed, free.retry_after, free.reset_after, free.refill_after) == (True, 0.0, 0.0, 0.0)
     with limiter.transaction("exports", key) as (conn, granted):
         assert (granted.allowed, granted.remaining, granted.retry_after) == (True, 0.0, 0.0)
@@ -145,7 +145,7 @@ def test_concurrency_limit_in_a_transaction(limiter):
         all_denied = limiter.take_all([("api", key), ("exports", key)], conn=conn)
         assert (all_denied.allowed, all_denied.retry_after, all_denied.binding_name) == (False, None, "exports")
         assert "Retry-After" not in all_denied.headers
-    assert limiter.check("exports", key).reset_after == 0.0  # committed: no place held
+    assert limiter.check("exports", key, 0).reset_after == 0.0  # committed: no place held
 
 
 def test_concurrency_limit_in_the_callers_transaction(limiter):
@@ -156,7 +156,7 @@ def test_concurrency_limit_in_the_callers_transaction(limiter):
         denied = limiter.take("exports", key, conn=conn)
         assert (denied.allowed, denied.retry_after) == (False, None)
         conn.rollback()
-    free = limiter.check("exports", key)  # rolled back: the place is free
+    free = limiter.check("exports", key, 0)  # rolled back: the place is free
     assert (free.allowed, free.reset_after) == (True, 0.0)
 
 
@@ -168,7 +168,7 @@ def test_concurrency_limit_outside_a_transaction(limiter):
     if SCHEMA:
         d = limiter.take("exports", key)
         assert (d.allowed, d.retry_after) == (True, 0.0)
-        assert limiter.check("exports", key).reset_after == 0.0
+        assert limiter.check("exports", key, 0).reset_after == 0.0
         return
     with pytest.raises(psycopg.errors.NoActiveSqlTransaction) as info:
         limiter.take("exports", key)

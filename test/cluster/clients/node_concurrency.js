@@ -13,7 +13,7 @@
 //   denied          transaction() on the pool's other connection meanwhile:
 //                   RateLimitedError, its statusCode, the decision's
 //                   retryAfter, its Retry-After header
-//   free            a check once both ended: resetAfter
+//   free            a check of no place (cost 0) once both ended: resetAfter
 //
 // PG* as for psql; RL_SCHEMA: the limiter's schema (else search_path).
 'use strict';
@@ -44,7 +44,7 @@ async function main() {
         `${show(err.headers?.['Retry-After'])}`);
     }
   });
-  console.log(`free: ${show((await limiter.check('exports', key)).resetAfter)}`);
+  console.log(`free: ${show((await limiter.check('exports', key, { cost: 0 })).resetAfter)}`);
 }
 
 main().then(() => pool.end(), (err) => {
