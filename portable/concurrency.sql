@@ -5,7 +5,7 @@
 -- engine keeps them (src/pg/holds.cpp): place `slot` of key (name, key) is
 -- the transaction-level advisory lock number
 --   (64-bit hash of name and key, its low 16 bits cleared) | slot
--- (max_held is at most 10000 < 2^16), taken by pg_try_advisory_xact_lock,
+-- (max_held is at most 1000 < 2^16), taken by pg_try_advisory_xact_lock,
 -- which never waits.  The lock manager gives it back when the transaction
 -- ends, when a savepoint before the take is rolled back to, when the
 -- statement's subtransaction fails and when the backend ends: no sweeper.
@@ -120,8 +120,8 @@ COMMENT ON FUNCTION rl_places(rl_policies, text, float8) IS
 
 -- Take (take true) or check `places` places of key (name, key) of a limit
 -- of max_held (HoldPlaces): a take holds them until the transaction ends,
--- or holds nothing; remaining is the places free after the call, as far as
--- this call saw them.  Denied, nobody knows when a place comes back:
+-- or holds nothing; remaining is the places free after the call (after the
+-- take, for a check that would grant), as far as this call saw them.  Denied, nobody knows when a place comes back:
 -- retry_after NULL; reset_after and refill_after 0 when no place is held,
 -- NULL otherwise.
 CREATE FUNCTION rl_hold(p_name text, p_key text, max_held integer, places integer, take boolean)
@@ -197,8 +197,11 @@ BEGIN
         allowed := got OPERATOR(pg_catalog.=) $4;
     END IF;
     -- Free after the call: those seen free, less those found taken meanwhile
-    -- and those this call holds.
+    -- and those this call holds; for a check, those the take would hold.
     free := free OPERATOR(pg_catalog.-) tried;
+    IF NOT $5 AND allowed THEN
+        free := free OPERATOR(pg_catalog.-) $4;
+    END IF;
     RETURN ROW(allowed, false, free::pg_catalog.float8,
                CASE WHEN allowed THEN '0'::pg_catalog.float8 END,
                CASE WHEN free OPERATOR(pg_catalog.=) $3 THEN '0'::pg_catalog.float8 END,

@@ -53,7 +53,8 @@ COMMENT ON FUNCTION rl_take_rounds(text[], text[], rl_limit[], rl_request[], flo
 -- Takes costs[i] (1 each when NULL) from (names[i], keys[i]) under policy
 -- names[i] for every i, or from none (TakeAllLimits): the limits checked,
 -- merged per bucket in canonical order, taken by rl_take_buckets, and the
--- answer with its binding limit.  With concurrency limits (TakeMixed): the
+-- answer with its binding limit.  With concurrency limits (TakeMixed): a
+-- place none could give denies before any bucket is taken; otherwise the
 -- buckets, then the places, in a subtransaction, rolled back when an
 -- enforced place is denied (its takes undone, each bucket then answered as
 -- a check), kept when a bucket denies (what a denial records is kept; the
@@ -188,30 +189,45 @@ BEGIN
     -- Every bucket or none; a report-only limit that denies refuses nothing:
     -- the others are taken without it, or refused by their own denial.
     -- Places are taken after the buckets, in a subtransaction that the
-    -- first enforced place denied rolls back.
+    -- first enforced place denied rolls back, once each was seen free.
     SELECT pg_catalog.array_agg(b_held[b] > 0 ORDER BY b) INTO left_out
       FROM pg_catalog.generate_series(1, buckets) AS b;
     IF NOT holds_places THEN
         SELECT t.all_allowed, t.b_decision INTO all_allowed, b_decision
           FROM @extschema@.rl_take_rounds(b_name, b_key, b_limit, b_request, b_initial, b_enforce, left_out) AS t;
     ELSE
-        BEGIN
-            SELECT t.all_allowed, t.b_decision INTO all_allowed, b_decision
-              FROM @extschema@.rl_take_rounds(b_name, b_key, b_limit, b_request, b_initial, b_enforce, left_out) AS t;
-            IF all_allowed THEN
-                FOR b IN 1..buckets LOOP
-                    CONTINUE WHEN b_held[b] = 0;
-                    b_decision[b] := @extschema@.rl_hold(b_name[b], b_key[b], b_held[b],
-                                                         b_request[b].cost::integer, true);
-                    IF NOT b_decision[b].allowed AND b_enforce[b] THEN
-                        denied_hold := b;
-                        RAISE SQLSTATE 'RLHA0';
-                    END IF;
-                END LOOP;
+        -- A place none could give denies at once, before any bucket is
+        -- taken: a bucket's row may be locked by the very transaction that
+        -- holds the place, for as long as it holds it.
+        FOR b IN 1..buckets LOOP
+            CONTINUE WHEN b_held[b] = 0;
+            b_decision[b] := @extschema@.rl_hold(b_name[b], b_key[b], b_held[b],
+                                                 b_request[b].cost::integer, false);
+            IF NOT b_decision[b].allowed AND b_enforce[b] THEN
+                denied_hold := b;
+                kept := false;
+                EXIT;
             END IF;
-        EXCEPTION WHEN SQLSTATE 'RLHA0' THEN
-            kept := false;
-        END;
+        END LOOP;
+        IF kept THEN
+            BEGIN
+                SELECT t.all_allowed, t.b_decision INTO all_allowed, b_decision
+                  FROM @extschema@.rl_take_rounds(b_name, b_key, b_limit, b_request, b_initial, b_enforce, left_out) AS t;
+                IF all_allowed THEN
+                    FOR b IN 1..buckets LOOP
+                        CONTINUE WHEN b_held[b] = 0;
+                        b_decision[b] := @extschema@.rl_hold(b_name[b], b_key[b], b_held[b],
+                                                             b_request[b].cost::integer, true);
+                        IF NOT b_decision[b].allowed AND b_enforce[b] THEN
+                            denied_hold := b;
+                            RAISE SQLSTATE 'RLHA0';
+                        END IF;
+                    END LOOP;
+                END IF;
+            EXCEPTION WHEN SQLSTATE 'RLHA0' THEN
+                kept := false;
+            END;
+        END IF;
         IF NOT (kept AND all_allowed) THEN
             -- Denied: each limit but the place that denied answers as it
             -- stands, nothing taken.

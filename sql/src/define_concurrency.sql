@@ -95,5 +95,5 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION :"rl_schema".rate_limit_define_concurrency(text, integer, interval, text, boolean) IS
-    'defines (or replaces) the concurrency limit name: each key holds at most max_held places at once, each taken by rate_limit_take and held until the taking transaction ends, or with a lease until it expires or is released; storage ''memory'' keeps the holds in shared memory; enforce false makes it report-only; returns the stored policy';
+    'defines (or replaces) the concurrency limit name: each key holds at most max_held places at once, each taken by rate_limit_take and held until the taking transaction ends, or with a lease until it expires or is released; places are kept in the server''s lock table whichever the storage, which says with which buckets rate_limit_take_all may take the limit; enforce false makes it report-only; returns the stored policy';
 REVOKE ALL ON FUNCTION :"rl_schema".rate_limit_define_concurrency(text, integer, interval, text, boolean) FROM PUBLIC;

@@ -39,14 +39,19 @@ BEGIN
                   HINT = 'Pass the row rate_limit_take() returned and the policy name.';
     END IF;
     -- The limiter's decisions hold a finite positive capacity and waits of
-    -- zero or more; NaN compares equal to itself and above every number.
+    -- zero or more, or NULL where nobody can know them (a concurrency
+    -- limit's place comes back when a holder's transaction ends: then no t
+    -- and no Retry-After, as rate_limit_headers(decision) says); NaN compares
+    -- equal to itself and above every number.
     IF (decision.capacity OPERATOR(pg_catalog.>) '0'::float8
         AND decision.capacity OPERATOR(pg_catalog.<) 'Infinity'::float8
         AND decision.remaining OPERATOR(pg_catalog.<>) 'NaN'::float8
-        AND decision.retry_after OPERATOR(pg_catalog.>=) '0'::float8
-        AND decision.retry_after OPERATOR(pg_catalog.<>) 'NaN'::float8
-        AND decision.reset_after OPERATOR(pg_catalog.>=) '0'::float8
-        AND decision.reset_after OPERATOR(pg_catalog.<>) 'NaN'::float8) IS NOT TRUE THEN
+        AND (decision.retry_after IS NULL
+             OR (decision.retry_after OPERATOR(pg_catalog.>=) '0'::float8
+                 AND decision.retry_after OPERATOR(pg_catalog.<>) 'NaN'::float8))
+        AND (decision.reset_after IS NULL
+             OR (decision.reset_after OPERATOR(pg_catalog.>=) '0'::float8
+                 AND decision.reset_after OPERATOR(pg_catalog.<>) 'NaN'::float8))) IS NOT TRUE THEN
         RAISE EXCEPTION 'decision is not a rate limit decision'
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = pg_catalog.format('The decision given was %s; a decision has a finite capacity above zero, a remaining balance and waits of zero or more.', decision),
@@ -90,7 +95,8 @@ BEGIN
         OPERATOR(pg_catalog.||) CASE WHEN per_second OPERATOR(pg_catalog.>) '0'::float8
                 THEN ';w=' OPERATOR(pg_catalog.||) least(window_seconds, sf_max)::bigint::text
                 ELSE '' END;
-    wait := CASE WHEN decision.retry_after OPERATOR(pg_catalog.>) '0'::float8
+    wait := CASE WHEN decision.retry_after IS NULL THEN NULL
+                 WHEN decision.retry_after OPERATOR(pg_catalog.>) '0'::float8
                  THEN decision.retry_after ELSE decision.reset_after END;
     ratelimit := item OPERATOR(pg_catalog.||) ';r='
         OPERATOR(pg_catalog.||) least(pg_catalog.floor(greatest(decision.remaining, '0'::float8)), sf_max)::bigint::text

@@ -9,4 +9,4 @@
 \set rl_max_key_bytes 1024
 -- The most places a concurrency limit holds at once per key: each is an
 -- entry of PostgreSQL's shared lock table while it is held.
-\set rl_max_held 10000
+\set rl_max_held 1000

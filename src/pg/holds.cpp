@@ -110,9 +110,13 @@ HoldPlaces(text *name, text *key, int max_held, int places, bool take)
 		}
 		pfree(got);
 	}
-	const int free = FreePlaces(hash, max_held);
-	if (!take)
+	int free = FreePlaces(hash, max_held);
+	if (!take) {
+		/* A check answers as the take would: the places free after it. */
 		allowed = free >= places;
+		if (allowed)
+			free -= places;
+	}
 	const double unknown = get_float8_nan();
 	core::Decision decision{};
 	decision.allowed = allowed;

@@ -587,13 +587,13 @@ InitLookup(BucketLookup *lookup, text *name, text *key)
  */
 bool
 FindLatest(const OpenRelations &rels, BucketLookup *lookup, Snapshot dirty, TupleTableSlot *slot,
-           bool sure, NewKeyLock *new_key)
+           bool sure, NewKeyLock *new_key, bool peek = false)
 {
 	if (FindRemembered(rels.heap, lookup->hash, lookup->name, lookup->key, dirty, slot))
 		return true;
-	/* A standby answers on what the primary committed, without waiting: a
-	 * version still being inserted there is passed over. */
-	const bool committed_only = RecoveryInProgress();
+	/* A standby answers on what the primary committed, without waiting, and
+	 * so does a peek: a version still being inserted is passed over. */
+	const bool committed_only = peek || RecoveryInProgress();
 	for (int moves = 0;;) {
 		CHECK_FOR_INTERRUPTS();
 		if (FindBucket(rels.heap, rels.index, lookup->keys, dirty, slot, committed_only)) {
@@ -802,7 +802,8 @@ DecideRow(text *name, text *key, const core::Limit &limit, const Operation &oper
 	TimestampTz now = 0;
 
 	for (;;) {
-		if (!FindLatest(rels, &lookup, &dirty, slot, sure, &new_key)) {
+		if (!FindLatest(rels, &lookup, &dirty, slot, sure, &new_key,
+		                operation.kind == Operation::kPeek)) {
 			/* A new key: stored only if this call consumes or refunds, or
 			 * if its first sighting must be remembered (or, with a
 			 * placement, if it writes: the placement decides). */

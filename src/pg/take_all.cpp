@@ -242,8 +242,10 @@ TakeBucketsThenHolds(void *context)
 }
 
 /* As TakeEnforced, for a call that holds places too: all or nothing over
- * both kinds.  A denied call holds no place; each limit but the one that
- * denied answers as it stands once nothing is taken (a check). */
+ * both kinds.  A place that none could give denies the call before any
+ * bucket is taken; otherwise the buckets are taken, then the places.  A
+ * denied call holds no place; each limit but the one that denied answers
+ * as it stands once nothing is taken (a check). */
 bool
 TakeMixed(BucketTake *takes, int count, const bool *enforce)
 {
@@ -264,7 +266,18 @@ TakeMixed(BucketTake *takes, int count, const bool *enforce)
 	}
 	MixedTake mixed{buckets,      bucket_enforce, bucket_count, holds,
 	                hold_enforce, hold_count,     false,        -1};
-	const bool kept = InSubtransaction(TakeBucketsThenHolds, &mixed);
+	/* A place no transaction can give now denies at once, before any bucket
+	 * is taken: a bucket's row may be locked by the very transaction that
+	 * holds the place, for as long as it holds it. */
+	for (int h = 0; h < hold_count && mixed.denied_hold < 0; h++) {
+		BucketTake &hold = holds[h];
+		hold.decision = hold.engine->hold(hold.name, hold.key, hold.max_held,
+		                                  static_cast<int>(hold.request.cost), false);
+		if (!hold.decision.allowed && hold_enforce[h])
+			mixed.denied_hold = h;
+	}
+	const bool kept =
+	    mixed.denied_hold < 0 ? InSubtransaction(TakeBucketsThenHolds, &mixed) : false;
 	const bool allowed = kept && mixed.buckets_allowed;
 	if (!allowed) {
 		for (int h = 0; h < hold_count; h++) {
@@ -273,11 +286,13 @@ TakeMixed(BucketTake *takes, int count, const bool *enforce)
 				hold.decision = hold.engine->hold(hold.name, hold.key, hold.max_held,
 				                                  static_cast<int>(hold.request.cost), false);
 		}
-		/* Taken, then rolled back with the places. */
+		/* Taken, then rolled back with the places, or never taken: each
+		 * answers as it stands, without waiting for a writer (a peek at
+		 * what the call would take), for the call is denied already. */
 		if (!kept)
 			for (int b = 0; b < bucket_count; b++) {
 				BucketTake &bucket = buckets[b];
-				const Operation check{Operation::kCheck, bucket.request, 0.0};
+				const Operation check{Operation::kPeek, bucket.request, 0.0};
 				bucket.decision =
 				    bucket.engine->decide(bucket.name, bucket.key, bucket.limit, check);
 			}

@@ -10,6 +10,10 @@
 #     Debian's setuptools), installed with pip --no-index into a venv over
 #     Debian's FastAPI, uvicorn, Django and psycopg; its own tests run there,
 #     against a database with the extension and one with the portable limiter;
+#   - a concurrency limit through the Node package on a pg Pool, on both
+#     (test/cluster/clients/node_concurrency.js): waits nobody can know are
+#     null, a denial by a held place has no Retry-After, and on the
+#     extension a take in autocommit is refused with 25P01, raised as is;
 #   - four apps (test/cluster/clients/): Express and FastAPI against the
 #     extension, Fastify and Django against the portable limiter
 #     (ratelimit_portable in schema "limits"), each in a database of its own:
@@ -52,7 +56,8 @@ else
     rl_expect "clients/node: npm test failed" false
 fi
 mkdir "$work/app"
-cp test/cluster/clients/package.json test/cluster/clients/package-lock.json test/cluster/clients/node_app.js "$work/app/"
+cp test/cluster/clients/package.json test/cluster/clients/package-lock.json test/cluster/clients/node_app.js \
+    test/cluster/clients/node_concurrency.js "$work/app/"
 clients_node_install "$work/node-pkg" "$work/app"
 
 rl_log "clients/python: a wheel, installed offline into a venv"
@@ -134,7 +139,8 @@ server_start() {
 }
 
 # create_database DB SCHEMA: DB with the extension (no SCHEMA) or the
-# portable limiter (in SCHEMA), the policies and the orders table.
+# portable limiter (in SCHEMA), the policies ("exports": one place at once)
+# and the orders table.
 create_database() {
     db=$1 schema=$2
     q=${schema:+$schema.}
@@ -147,6 +153,7 @@ create_database() {
     sql "SELECT ${q}rate_limit_define('api', 5, '1 hour', burst => 3);
          SELECT ${q}rate_limit_define('orders', 2, '1 hour');
          SELECT ${q}rate_limit_define('bytes', 1000, '1 day');
+         SELECT ${q}rate_limit_define_concurrency('exports', 1);
          CREATE TABLE orders (id bigserial PRIMARY KEY, item text NOT NULL CHECK (item <> ''))" >/dev/null
 }
 
@@ -161,6 +168,11 @@ for schema in '' limits; do
         cat "$log"
         rl_expect "clients/python: pytest failed on ${schema:-the extension}" false
     fi
+    # The same databases, through the Node package.
+    got=$(cd "$work/app" && PGDATABASE=$db RL_SCHEMA=$schema node node_concurrency.js 2>&1 | tr '\n' ';') || true
+    if [ -n "$schema" ]; then autocommit='autocommit: granted true 0'; else autocommit='autocommit: 25P01 error'; fi
+    expect "clients/node: a concurrency limit on ${schema:+the portable limiter in }${schema:-the extension}" "$got" \
+        "$autocommit;granted: true 0 null null undefined;denied: RateLimitedError 429 null undefined;free: 0;"
 done
 
 for app in express fastify fastapi django; do

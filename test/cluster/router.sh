@@ -180,7 +180,7 @@ rl__expect_got "concurrency limit: refused within the router's transaction block
     "25P01: public.rate_limit_take(3): [postgres] REMOTE ERROR: rate_limit_take() of a concurrency limit can only be used in transaction blocks" \
     "$(error_of "BEGIN; SELECT * FROM rate_limit_take('held', 'k1'); COMMIT" | cut -d '|' -f 1)"
 rl_expect_value "concurrency limit: a routed check answers, every place free" "t|1" \
-    "SELECT allowed, remaining FROM rate_limit_check('held', 'k1')"
+    "SELECT allowed, remaining FROM rate_limit_check('held', 'k1', 0)"
 rl_expect_sqlstate "concurrency limit: a routed take_all is refused" 25P01 \
     "SELECT * FROM rate_limit_take_all(ARRAY['held'], ARRAY['k1'])"
 

@@ -27,34 +27,46 @@ export interface PoolLike extends Queryable {
 export interface RateLimitHeaders {
   'RateLimit-Policy': string;
   RateLimit: string;
-  /** Present on a denial only (whole seconds, rounded up). */
+  /**
+   * Present on a denial only (whole seconds, rounded up), and not when its
+   * wait is unknown (a held place of a concurrency limit denied it).
+   */
   'Retry-After'?: string;
 }
 
-/** The answer of rate_limit_take, rate_limit_check and rate_limit_refund. */
+/**
+ * The answer of rate_limit_take, rate_limit_check and rate_limit_refund. A
+ * wait is null when nobody can know it: a concurrency limit's `retryAfter`
+ * when a held place denied the take (a place comes back when a holder's
+ * transaction ends), its `resetAfter` and `refillAfter` while any place is held.
+ */
 export interface Decision {
   allowed: boolean;
   /** Tokens left; negative while reserved debt is outstanding. */
   remaining: number;
-  /** Seconds: denied, until the same call would succeed; granted by reservation, until the work may start. */
-  retryAfter: number;
-  /** Seconds until the bucket is full again. */
-  resetAfter: number;
+  /**
+   * Seconds: denied, until the same call would succeed; granted by
+   * reservation, until the work may start. Null: denied by a held place.
+   */
+  retryAfter: number | null;
+  /** Seconds until the bucket is full again; null while a place of a concurrency limit is held. */
+  resetAfter: number | null;
   /** The policy's burst. */
   capacity: number;
   name: string;
   /** Tokens per `per` seconds: the policy's rate. */
   quota: number;
   per: number;
-  /** Seconds until more quota arrives. */
-  refillAfter: number;
+  /** Seconds until more quota arrives; null while a place of a concurrency limit is held. */
+  refillAfter: number | null;
   headers: RateLimitHeaders;
 }
 
 /** The answer of rate_limit_take_all. */
 export interface AllDecision {
   allowed: boolean;
-  retryAfter: number;
+  /** Seconds, as Decision's; null when a held place of a concurrency limit denied the call. */
+  retryAfter: number | null;
   /** The limit that denied, or when granted the one left with the smallest share of its burst. */
   bindingName: string;
   bindingKey: string;
@@ -101,18 +113,20 @@ function headersOf(row: { ratelimit_policy: string; ratelimit: string; retry_aft
 // float8 columns come back as numbers from pg and PGlite; text just in case a
 // type parser was changed.
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
+// A wait: null (SQL NULL) when nobody can know it.
+const wait = (v: unknown): number | null => (v === null || v === undefined ? null : num(v));
 
 function decisionOf(row: any): Decision {
   return {
     allowed: row.allowed,
     remaining: num(row.remaining),
-    retryAfter: num(row.retry_after),
-    resetAfter: num(row.reset_after),
+    retryAfter: wait(row.retry_after),
+    resetAfter: wait(row.reset_after),
     capacity: num(row.capacity),
     name: row.name,
     quota: num(row.quota),
     per: num(row.per_seconds),
-    refillAfter: num(row.refill_after),
+    refillAfter: wait(row.refill_after),
     headers: headersOf(row),
   };
 }
@@ -183,7 +197,7 @@ export class RateLimiter {
     const row = await this.run(this.sql.takeAll, values, options.client);
     return {
       allowed: row.allowed,
-      retryAfter: num(row.retry_after),
+      retryAfter: wait(row.retry_after),
       bindingName: row.binding_name,
       bindingKey: row.binding_key,
       remaining: (row.remaining as unknown[]).map(num),
@@ -195,8 +209,9 @@ export class RateLimiter {
    * The transactional form: takes from (name, key) inside a transaction on a
    * connection of the pool, runs `work` in that transaction, and commits.
    * A denied take rolls back and throws RateLimitedError (statusCode 429,
-   * `headers` with Retry-After); an error of `work` rolls back, giving the
-   * tokens back, and is thrown again. The pool must have connect() (pg's Pool).
+   * `headers` with Retry-After when its wait is known); an error of `work`
+   * rolls back, giving the tokens back, and is thrown again. The pool must
+   * have connect() (pg's Pool).
    */
   async transaction<T>(name: string, key: string, options: Omit<CallOptions, 'client'>,
     work: (client: Queryable, decision: Decision) => Promise<T>): Promise<{ result: T; decision: Decision }> {

@@ -35,7 +35,8 @@ export class RateLimitUnavailableError extends Error {
 /**
  * A take that was denied, thrown by `RateLimiter.transaction` after its
  * rollback. `statusCode` (429) and `headers` (the decision's, Retry-After
- * included) are what Express's and Fastify's default error handlers send.
+ * included unless its wait is unknown) are what Express's and Fastify's
+ * default error handlers send.
  */
 export class RateLimitedError extends Error {
   readonly decision: Decision | AllDecision;

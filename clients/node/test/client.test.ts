@@ -12,13 +12,15 @@ let db: PGlite;
 let limiter: RateLimiter;
 
 // Policies that refill slowly (see waits.ts): "api" a token every 720 s,
-// "orders" every 1800 s, "llm" every 8640 s.
+// "orders" every 1800 s, "llm" every 8640 s; "exports" a concurrency limit,
+// one place at once.
 before(async () => {
   db = await portableDatabase('limits');
   await db.exec(`
     SELECT limits.rate_limit_define('api', 5, '1 hour', burst => 3);
     SELECT limits.rate_limit_define('orders', 2, '1 hour');
     SELECT limits.rate_limit_define('llm', 10, '1 day', burst => 10, max_reserved => 5);
+    SELECT limits.rate_limit_define_concurrency('exports', 1);
     CREATE TABLE orders (id serial PRIMARY KEY, item text NOT NULL CHECK (item <> ''));`);
   limiter = new RateLimiter(asPool(db), { schema: 'limits' });
 });
@@ -41,7 +43,7 @@ test('take: granted while the burst lasts, then denied with Retry-After', async 
   assert.equal(denied.capacity, 3);
   assert.equal(denied.quota, 5);
   assert.equal(denied.per, 3600);
-  assert.ok(denied.retryAfter >= 720 - denied.elapsed && denied.retryAfter <= 720,
+  assert.ok(denied.retryAfter !== null && denied.retryAfter >= 720 - denied.elapsed && denied.retryAfter <= 720,
     `retryAfter ${denied.retryAfter}, ${denied.elapsed} s since the first take`);
   assert.ok(denied.remaining >= 0 && denied.remaining < 1);
 });
@@ -68,7 +70,7 @@ test('a reservation waits, within maxWait', async () => {
   const reserved = await limiter.take('llm', 'team:1', { cost: 4, maxWait: 35000 });
   const elapsed = since();
   assert.equal(reserved.allowed, true);
-  assert.ok(reserved.retryAfter >= 34560 - elapsed && reserved.retryAfter <= 34560,
+  assert.ok(reserved.retryAfter !== null && reserved.retryAfter >= 34560 - elapsed && reserved.retryAfter <= 34560,
     `retryAfter ${reserved.retryAfter}, ${elapsed} s since the first take`);
   assert.ok(reserved.remaining < -3.9, `remaining ${reserved.remaining}`);
   await assert.rejects(limiter.take('llm', 'team:1', { maxWait: -1 }), RangeError);
@@ -122,6 +124,33 @@ test('the take inside a caller\'s own transaction rolls back with it', async () 
     await tx.rollback();
   });
   assert.equal((await limiter.check('orders', 'user:5', { cost: 2 })).allowed, true);
+});
+
+test('a concurrency limit: waits unknown (null) while a place is held, no Retry-After for a denial', async () => {
+  const free = await limiter.check('exports', 'team:1', { cost: 0 });
+  assert.deepEqual([free.allowed, free.retryAfter, free.resetAfter, free.refillAfter], [true, 0, 0, 0]);
+  // PGlite has one session: the second take, in the transaction holding the
+  // one place, is denied as another transaction's would be.
+  const { result: denied, decision: granted } = await limiter.transaction('exports', 'team:1', {},
+    async (client) => limiter.take('exports', 'team:1', { client }));
+  assert.deepEqual([granted.allowed, granted.remaining, granted.retryAfter, granted.resetAfter, granted.refillAfter],
+    [true, 0, 0, null, null]);
+  assert.deepEqual(granted.headers, { 'RateLimit-Policy': '"exports";q=1', RateLimit: '"exports";r=0' });
+  assert.deepEqual([denied.allowed, denied.remaining, denied.retryAfter, denied.resetAfter, denied.refillAfter],
+    [false, 0, null, null, null]);
+  assert.deepEqual(denied.headers, { 'RateLimit-Policy': '"exports";q=1', RateLimit: '"exports";r=0' });
+  assert.deepEqual(new RateLimitedError(denied).headers, denied.headers);
+  await db.transaction(async (tx) => {
+    assert.equal((await limiter.take('exports', 'team:2', { client: tx })).allowed, true);
+    const all = await limiter.takeAll([['api', 'team:2'], ['exports', 'team:2']], { client: tx });
+    assert.deepEqual([all.allowed, all.retryAfter, all.bindingName], [false, null, 'exports']);
+    assert.equal(all.headers['Retry-After'], undefined);
+    await tx.rollback();
+  });
+  // Both transactions ended: no place held.
+  for (const key of ['team:1', 'team:2']) {
+    assert.equal((await limiter.check('exports', key, { cost: 0 })).resetAfter, 0);
+  }
 });
 
 test('an undefined policy is an error to surface, not unavailability', async () => {

@@ -23,11 +23,15 @@ let dead: RateLimiter;
 let silentPool: Pool;
 let silent: RateLimiter;
 let silentServer: import('node:net').Server;
+// The database's one session without the pool's queue, for a route whose take
+// runs inside a transaction the test holds open (see 'a held place').
+let session: RateLimiter;
 const sockets: import('node:net').Socket[] = [];
 
 before(async () => {
   db = await portableDatabase('limits');
   limiter = new RateLimiter(asPool(db), { schema: 'limits' });
+  session = new RateLimiter({ query: (text, values) => db.query(text, values as any[]) }, { schema: 'limits' });
   // A pool whose every connection is refused: a port just closed.
   const probe = require('node:net').createServer();
   await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
@@ -76,11 +80,13 @@ function routes(mount: Mount, prefix: string, denials: Decision[]) {
   mount('/closed', { limiter: dead, name: p('api') });
   mount('/busy', { limiter: silent, name: p('api'), fail: 'open' });
   mount('/undefined', { limiter, name: 'no-such-policy' });
+  mount('/held', { limiter: session, name: p('held'), onDenied: (d) => denials.push(d) });
 }
 
-// 5 an hour, burst 3: a token every 720 s (see waits.ts).
+// 5 an hour, burst 3: a token every 720 s (see waits.ts); and one place at once.
 async function define(prefix: string) {
   await db.query(`SELECT limits.rate_limit_define($1, 5, '1 hour', burst => 3)`, [`${prefix}-api`]);
+  await db.query(`SELECT limits.rate_limit_define_concurrency($1, 1)`, [`${prefix}-held`]);
 }
 
 function behaves(prefix: string, base: () => string, denials: Decision[]) {
@@ -163,6 +169,31 @@ function behaves(prefix: string, base: () => string, denials: Decision[]) {
   test('no answer in time is never a reason to serve, even on a route that fails open', async () => {
     const busy = await get(base(), '/busy');
     assert.deepEqual([busy.status, busy.retry], [503, '1']);
+  });
+
+  test('a held place: 429 without Retry-After, its wait unknown (null)', async () => {
+    const h = { 'x-forwarded-for': '192.0.2.200' };
+    // PGlite has one session: the test's transaction holds the place, and the
+    // route's take runs in it, denied as another transaction's would be.
+    await db.query('BEGIN');
+    try {
+      const { rows } = await db.query<{ allowed: boolean }>(
+        'SELECT allowed FROM limits.rate_limit_take($1, $2)', [`${prefix}-held`, 'ip:192.0.2.200']);
+      assert.equal(rows[0].allowed, true);
+      const before = denials.length;
+      const denied = await get(base(), '/held', h);
+      assert.deepEqual([denied.status, denied.policy, denied.limit, denied.retry, denied.body],
+        [429, `"${prefix}-held";q=1`, `"${prefix}-held";r=0`, null, 'too many requests\n']);
+      assert.equal(denials.length, before + 1);
+      const d = denials[denials.length - 1];
+      assert.deepEqual([d.allowed, d.retryAfter, d.resetAfter, d.refillAfter], [false, null, null, null]);
+    } finally {
+      await db.query('ROLLBACK');
+    }
+    // The place given back: served (the portable limiter grants a take in
+    // autocommit, holding the place until its statement ends).
+    const served = await get(base(), '/held', h);
+    assert.deepEqual([served.status, served.limit, served.retry], [200, `"${prefix}-held";r=0`, null]);
   });
 
   test('an error of the limiter is surfaced, not served', async () => {

@@ -1,10 +1,12 @@
-"""Keys, addresses behind proxies, and what an error means, without a database."""
+"""Keys, addresses behind proxies, what an error means, and decisions
+turned into answers, without a database."""
 
 import psycopg
 import pytest
 
 from pg_ratelimit import RateLimitUnavailable, address_key, classify, forwarded_address
-from pg_ratelimit._core import interval
+from pg_ratelimit._core import all_decision_of, decision_of, interval
+from pg_ratelimit._decide import Limit, answer
 
 
 def test_address_key():
@@ -85,3 +87,33 @@ def test_interval():
         interval(-1)
     with pytest.raises(ValueError):
         interval(float("inf"))
+
+
+# Rows as the statements return them: a concurrency limit's waits are NULL
+# when nobody can know them, and rate_limit_headers gives no Retry-After then.
+DENIED_BY_A_PLACE = (False, 0.0, None, None, 1.0, "exports", 0.0, 1.0, None,
+                     '"exports";q=1', '"exports";r=0', None)
+
+
+def test_unknown_waits_are_none():
+    d = decision_of(DENIED_BY_A_PLACE)
+    assert (d.allowed, d.retry_after, d.reset_after, d.refill_after) == (False, None, None, None)
+    assert d.headers == {"RateLimit-Policy": '"exports";q=1', "RateLimit": '"exports";r=0'}
+    granted = decision_of((True, 0.0, 0.0, None, 1.0, "exports", 0.0, 1.0, None,
+                           '"exports";q=1', '"exports";r=0', None))
+    assert (granted.retry_after, granted.reset_after, granted.refill_after) == (0.0, None, None)
+    all_denied = all_decision_of((False, None, "exports", "t1", [2.0, 0.0],
+                                  '"api";q=5;w=3600, "exports";q=1', '"api";r=2;t=720, "exports";r=0', None))
+    assert (all_denied.retry_after, all_denied.remaining) == (None, [2.0, 0.0])
+    assert "Retry-After" not in all_denied.headers
+
+
+def test_denial_with_an_unknown_wait_is_429_without_retry_after():
+    denials = []
+    limit = Limit("exports", on_denied=lambda d, r: denials.append(d))
+    outcome = answer(limit, decision_of(DENIED_BY_A_PLACE), None)
+    assert (outcome.serve, outcome.status) == (False, 429)
+    assert outcome.headers == {"RateLimit-Policy": '"exports";q=1', "RateLimit": '"exports";r=0'}
+    assert [d.retry_after for d in denials] == [None]
+    served = answer(Limit("exports", report_only=True), decision_of(DENIED_BY_A_PLACE), None)
+    assert (served.serve, served.headers) == (True, outcome.headers)

@@ -1,7 +1,8 @@
 """The clients against a database: RL_TEST_DSN (a database with the
 extension, or with the portable limiter in RL_TEST_SCHEMA), with the
 policies test/cluster/clients.sh defines: "api" 5 an hour, burst 3;
-"orders" 2 an hour; "bytes" 1000 a day. Skipped without RL_TEST_DSN.
+"orders" 2 an hour; "bytes" 1000 a day; "exports", a concurrency limit of
+one place at once. Skipped without RL_TEST_DSN.
 
 They refill so slowly (a token every 720 s, 1800 s, 86.4 s) that no delay
 changes how many whole tokens remain: r is exact. Waits are not: at a
@@ -11,6 +12,7 @@ lies in [nominal - ceil(elapsed), nominal], elapsed measured by the test
 from before that bucket's first take to after the answer."""
 
 import asyncio
+import contextlib
 import math
 import os
 import time
@@ -19,7 +21,7 @@ import uuid
 import psycopg
 import pytest
 
-from pg_ratelimit import AsyncRateLimiter, RateLimited, RateLimiter
+from pg_ratelimit import AsyncRateLimiter, RateLimited, RateLimiter, classify
 
 DSN = os.environ.get("RL_TEST_DSN")
 SCHEMA = os.environ.get("RL_TEST_SCHEMA") or None
@@ -118,6 +120,102 @@ def test_take_in_the_callers_transaction(limiter):
         assert limiter.take("orders", key, 2, conn=conn).allowed
         conn.rollback()
     assert limiter.check("orders", key, 2).allowed
+
+
+def test_concurrency_limit_in_a_transaction(limiter):
+    """A place is held until the transaction ends: waits nobody can know are
+    None, a denial has no Retry-After."""
+    key = fresh()
+    free = limiter.check("exports", key, 0)
+    assert (free.allowed, free.retry_after, free.reset_after, free.refill_after) == (True, 0.0, 0.0, 0.0)
+    with limiter.transaction("exports", key) as (conn, granted):
+        assert (granted.allowed, granted.remaining, granted.retry_after) == (True, 0.0, 0.0)
+        assert (granted.reset_after, granted.refill_after) == (None, None)  # a place is held
+        assert granted.headers == {"RateLimit-Policy": '"exports";q=1', "RateLimit": '"exports";r=0'}
+        # Another transaction, on the pool's other connection: denied by the held place.
+        with pytest.raises(RateLimited) as info:
+            with limiter.transaction("exports", key):
+                pytest.fail("a denied take ran the block")
+        denied = info.value.decision
+        assert (denied.allowed, denied.retry_after) == (False, None)
+        assert (denied.reset_after, denied.refill_after) == (None, None)
+        assert info.value.status_code == 429
+        assert info.value.headers == {"RateLimit-Policy": '"exports";q=1', "RateLimit": '"exports";r=0'}
+        # In the holder's own transaction: its place counts as taken.
+        all_denied = limiter.take_all([("api", key), ("exports", key)], conn=conn)
+        assert (all_denied.allowed, all_denied.retry_after, all_denied.binding_name) == (False, None, "exports")
+        assert "Retry-After" not in all_denied.headers
+    assert limiter.check("exports", key, 0).reset_after == 0.0  # committed: no place held
+
+
+def test_concurrency_limit_in_the_callers_transaction(limiter):
+    key = fresh()
+    with psycopg.connect(DSN) as conn:
+        granted = limiter.take("exports", key, conn=conn)
+        assert (granted.allowed, granted.reset_after) == (True, None)
+        denied = limiter.take("exports", key, conn=conn)
+        assert (denied.allowed, denied.retry_after) == (False, None)
+        conn.rollback()
+    free = limiter.check("exports", key, 0)  # rolled back: the place is free
+    assert (free.allowed, free.reset_after) == (True, 0.0)
+
+
+def test_concurrency_limit_outside_a_transaction(limiter):
+    """A take on the pool runs in autocommit: the extension refuses it with
+    25P01, raised as is (never a reason to fail open); the portable limiter
+    grants it, the place held until the statement ends."""
+    key = fresh()
+    if SCHEMA:
+        d = limiter.take("exports", key)
+        assert (d.allowed, d.retry_after) == (True, 0.0)
+        assert limiter.check("exports", key, 0).reset_after == 0.0
+        return
+    with pytest.raises(psycopg.errors.NoActiveSqlTransaction) as info:
+        limiter.take("exports", key)
+    assert info.value.sqlstate == "25P01" and classify(info.value) is None
+    assert "can only be used in transaction blocks" in str(info.value)
+
+
+def test_asgi_concurrency_limit():
+    """The ASGI middleware takes in autocommit: on the portable limiter a
+    denial by a place another transaction holds is 429 without Retry-After;
+    on the extension the take's 25P01 is raised, even on a route that fails
+    open."""
+    from psycopg_pool import AsyncConnectionPool
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from pg_ratelimit.asgi import RateLimitMiddleware
+
+    key = fresh()
+    denials = []
+    pool = AsyncConnectionPool(DSN, min_size=1, max_size=2, kwargs={"autocommit": True}, open=False)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        await pool.close()  # in the app's event loop, where the pool was opened
+
+    app = Starlette(routes=[Route("/", lambda request: PlainTextResponse("served"))], lifespan=lifespan)
+    app.add_middleware(RateLimitMiddleware, limiter=AsyncRateLimiter(pool, schema=SCHEMA), name="exports",
+                       key=lambda request: key, fail="open", on_denied=lambda d, request: denials.append(d))
+    with TestClient(app) as client:
+        if not SCHEMA:
+            with pytest.raises(psycopg.errors.NoActiveSqlTransaction):
+                client.get("/")
+            return
+        with psycopg.connect(DSN) as holder:
+            holder.execute(f"SELECT {SCHEMA}.rate_limit_take('exports', %s)", (key,))
+            denied = client.get("/")
+        assert (denied.status_code, denied.text) == (429, "too many requests\n")
+        assert (denied.headers["ratelimit-policy"], denied.headers["ratelimit"]) == ('"exports";q=1', '"exports";r=0')
+        assert "retry-after" not in denied.headers
+        assert [(d.allowed, d.retry_after) for d in denials] == [(False, None)]
+        served = client.get("/")  # the holder committed
+        assert (served.status_code, served.text, served.headers["ratelimit"]) == (200, "served", '"exports";r=0')
+        assert "retry-after" not in served.headers
 
 
 def test_undefined_policy_is_raised(limiter):

@@ -36,7 +36,10 @@ SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(false, 1, -1e300, 0, 1, 
 SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(true, 1, 0, 0, 'Infinity', NULL, NULL, NULL, NULL)::rate_limit_decision, 'x', 1)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(true, 'NaN', 0, 0, 1, NULL, NULL, NULL, NULL)::rate_limit_decision, 'x', 1)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(true, 1, 'NaN', 0, 1, NULL, NULL, NULL, NULL)::rate_limit_decision, 'x', 1)$$);
-SELECT pg_temp.error_of($$SELECT rate_limit_headers(ROW(true, 1, 0, NULL, 1, NULL, NULL, NULL, NULL)::rate_limit_decision, 'x', 1)$$);
+-- A wait nobody can know (NULL: a concurrency limit's place comes back when
+-- a holder's transaction ends) gives no t and no Retry-After.
+SELECT * FROM rate_limit_headers(ROW(true, 1, 0, NULL, 1, NULL, NULL, NULL, NULL)::rate_limit_decision, 'x', 1);
+SELECT * FROM rate_limit_headers(ROW(false, 0, NULL, NULL, 1, NULL, NULL, NULL, NULL)::rate_limit_decision, 'x', 1);
 -- ... while a limiter's row with an infinite wait (rate 0) is fine.
 SELECT h.* FROM rate_limit_take('never', 'k', 2, 0, 1, reserve => true) AS d,
     LATERAL rate_limit_headers(d, 'never', 0) AS h;

@@ -19,10 +19,15 @@ SELECT * FROM rate_limit_take('exports', 'tenant:7');
 SELECT * FROM rate_limit_check('exports', 'tenant:7', 0);
 -- Another key has its own places.
 SELECT allowed, remaining FROM rate_limit_take('exports', 'tenant:8');
+SELECT h.* FROM rate_limit_take('exports', 'tenant:8') AS d, rate_limit_headers(d) AS h;
 SELECT h.* FROM rate_limit_take('exports', 'tenant:7') AS d, rate_limit_headers(d) AS h;
+-- The 0.2.0 form, by the policy's name, says the same.
+SELECT h.* FROM rate_limit_take('exports', 'tenant:8') AS d, rate_limit_headers(d, 'exports') AS h;
+SELECT h.* FROM rate_limit_take('exports', 'tenant:7') AS d, rate_limit_headers(d, 'exports') AS h;
 COMMIT;
 -- The transaction ended: every place is free again, with nothing to sweep.
 SELECT * FROM rate_limit_check('exports', 'tenant:7', 3);
+SELECT allowed, remaining FROM rate_limit_check('exports', 'tenant:7', 0);
 SELECT h.* FROM rate_limit_check('exports', 'tenant:7') AS d, rate_limit_headers(d) AS h;
 
 -- A rollback gives the places back, and so does ROLLBACK TO SAVEPOINT for
@@ -104,7 +109,7 @@ BEGIN;
 SELECT pg_temp.error_of($$SELECT rate_limit_define_concurrency(NULL, 3)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_define_concurrency('c', NULL)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_define_concurrency('c', 0)$$);
-SELECT pg_temp.error_of($$SELECT rate_limit_define_concurrency('c', 10001)$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_define_concurrency('c', 1001)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_define_concurrency('', 1)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_define_concurrency('c', 1, lease => '0 seconds')$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_define_concurrency('c', 1, lease => '5 minutes')$$);

@@ -10,26 +10,32 @@ from typing import Any, Optional, Sequence
 
 @dataclass(frozen=True)
 class Decision:
-    """The answer of rate_limit_take, rate_limit_check and rate_limit_refund."""
+    """The answer of rate_limit_take, rate_limit_check and rate_limit_refund.
+
+    The waits are seconds, or None when nobody can know them: a concurrency
+    limit's ``retry_after`` when a held place denied the take (a place comes
+    back when a holder's transaction ends), its ``reset_after`` and
+    ``refill_after`` while any place is held."""
 
     allowed: bool
     remaining: float
-    retry_after: float
-    reset_after: float
+    retry_after: Optional[float]
+    reset_after: Optional[float]
     capacity: float
     name: str
     quota: float
     per: float
-    refill_after: float
+    refill_after: Optional[float]
     headers: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class AllDecision:
-    """The answer of rate_limit_take_all."""
+    """The answer of rate_limit_take_all: ``retry_after`` None when a held
+    place of a concurrency limit denied the call."""
 
     allowed: bool
-    retry_after: float
+    retry_after: Optional[float]
     binding_name: str
     binding_key: str
     remaining: list
@@ -59,7 +65,8 @@ class RateLimitUnavailable(Exception):
 
 class RateLimited(Exception):
     """A denied take, raised by ``transaction()`` after its rollback:
-    ``status_code`` 429, ``headers`` with Retry-After."""
+    ``status_code`` 429, ``headers`` with Retry-After (none when the wait is
+    unknown: a denial by a held place of a concurrency limit)."""
 
     status_code = 429
 
@@ -145,16 +152,21 @@ def _headers(policy: str, limit: str, retry: Any) -> dict:
     return headers
 
 
+def _wait(value: Any) -> Optional[float]:
+    """A wait in seconds, None (SQL NULL) when nobody can know it."""
+    return None if value is None else float(value)
+
+
 def decision_of(row: Sequence[Any]) -> Decision:
     return Decision(
-        allowed=row[0], remaining=float(row[1]), retry_after=float(row[2]), reset_after=float(row[3]),
+        allowed=row[0], remaining=float(row[1]), retry_after=_wait(row[2]), reset_after=_wait(row[3]),
         capacity=float(row[4]), name=row[5], quota=float(row[6]), per=float(row[7]),
-        refill_after=float(row[8]), headers=_headers(row[9], row[10], row[11]))
+        refill_after=_wait(row[8]), headers=_headers(row[9], row[10], row[11]))
 
 
 def all_decision_of(row: Sequence[Any]) -> AllDecision:
     return AllDecision(
-        allowed=row[0], retry_after=float(row[1]), binding_name=row[2], binding_key=row[3],
+        allowed=row[0], retry_after=_wait(row[1]), binding_name=row[2], binding_key=row[3],
         remaining=[float(x) for x in row[4]], headers=_headers(row[5], row[6], row[7]))
 
 

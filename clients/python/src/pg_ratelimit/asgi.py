@@ -61,9 +61,9 @@ class RateLimitMiddleware:
 
 class RateLimit:
     """A FastAPI dependency: ``Depends(RateLimit(limiter, "api", cost=...))``.
-    A refusal raises HTTPException (429 with Retry-After, or 503); a grant
-    sets the header fields on the response. Returns the decision (None when
-    served unlimited)."""
+    A refusal raises HTTPException (429 with Retry-After when the wait is
+    known, or 503); a grant sets the header fields on the response. Returns
+    the decision (None when served unlimited)."""
 
     def __init__(self, limiter: AsyncRateLimiter, name: str, **options: Any):
         self.limiter = limiter
