@@ -144,6 +144,28 @@ COMMIT;
 SELECT (rate_limit_check('exports-rate', 't1', 0)).remaining AS tokens_left,
        (rate_limit_check('exports-held', 't1', 0)).remaining AS places_free;
 
+-- Example 8: at most N in any window W.  "10 a minute" as a bucket grants
+-- 19 in under a minute; 5 a minute with a burst of 5 (5 + 5 <= 10) never
+-- more than 10 in any minute.
+SET ratelimit.fixed_clock = 5000;
+SELECT name FROM rate_limit_define('ten-a-minute', 10, '1 minute');
+SELECT count(*) FILTER (WHERE allowed) AS at_once
+  FROM generate_series(1, 20) AS g, LATERAL rate_limit_take('ten-a-minute', 'client:9', 1 + 0 * g);
+SET ratelimit.fixed_clock = 5059;
+SELECT count(*) FILTER (WHERE allowed) AS within_59_seconds
+  FROM generate_series(1, 20) AS g, LATERAL rate_limit_take('ten-a-minute', 'client:9', 1 + 0 * g);
+SET ratelimit.fixed_clock = 6000;
+SELECT name FROM rate_limit_define('at-most-ten-a-minute', 5, '1 minute', burst => 5);
+SELECT count(*) FILTER (WHERE allowed) AS at_once
+  FROM generate_series(1, 20) AS g, LATERAL rate_limit_take('at-most-ten-a-minute', 'client:9', 1 + 0 * g);
+SET ratelimit.fixed_clock = 6059;
+SELECT count(*) FILTER (WHERE allowed) AS within_59_seconds
+  FROM generate_series(1, 20) AS g, LATERAL rate_limit_take('at-most-ten-a-minute', 'client:9', 1 + 0 * g);
+SET ratelimit.fixed_clock = 6061;
+SELECT count(*) FILTER (WHERE allowed) AS at_61_seconds
+  FROM generate_series(1, 20) AS g, LATERAL rate_limit_take('at-most-ten-a-minute', 'client:9', 1 + 0 * g);
+SET ratelimit.fixed_clock = 1180;
+
 -- The headers example of the reference.
 SELECT name FROM rate_limit_define('default', 100, '1 minute');
 SELECT h.*
