@@ -11,7 +11,9 @@
 #   heading of its target by GitHub's rules;
 # - and the check can fail: on test/docs/broken.md, a block that raises an
 #   error and a link to an anchor that no heading has, it reports exactly
-#   those two failures.
+#   those two failures, while its portable and memory blocks, which
+#   divide by zero unless they run on the portable limiter and in the
+#   memory engine, pass.
 # Starts and stops a cluster of its own, with the library preloaded (the
 # memory engine and rate_limit_stats need it on PostgreSQL 15).
 set -euo pipefail

@@ -43,6 +43,7 @@ Without FILEs it checks README.md and every docs/**/*.md of the checkout
 Prints one line per failure and a summary; exits 1 if anything failed.
 """
 
+import bisect
 import os
 import re
 import subprocess
@@ -139,28 +140,34 @@ def anchors(path):
 def check_links(path):
     _, prose = parse(path)
     rel = os.path.relpath(path, ROOT)
-    count = 0
-    for number, line in prose:
-        bare = CODE_SPAN.sub('', line)
-        targets = INLINE_LINK.findall(bare)
-        m = REF_DEF.match(bare)
+    # The prose as one text (a link's text may span lines), code spans blanked
+    # out with their length kept, and where each line starts.
+    starts, offset = [], 0
+    for _, line in prose:
+        starts.append(offset)
+        offset += len(line) + 1
+    text = CODE_SPAN.sub(lambda m: ' ' * len(m.group(0)), '\n'.join(line for _, line in prose))
+    found = [(m.start(), m.group(1)) for m in INLINE_LINK.finditer(text)]
+    for n, (_, line) in enumerate(prose):
+        m = REF_DEF.match(text[starts[n]:starts[n] + len(line)])
         if m:
-            targets.append(m.group(1))
-        for target in targets:
-            if not target or re.match(r'^[a-z][a-z0-9+.-]*:', target, re.I):
-                continue                                    # http:, mailto:, ...
-            count += 1
-            where = f'{rel}:{number}'
-            file_part, _, anchor = target.partition('#')
-            dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path
-            if not os.path.exists(dest):
-                fail(where, f'link to {target}: {os.path.relpath(dest, ROOT)} does not exist')
-                continue
-            if anchor:
-                if not dest.endswith('.md') or os.path.isdir(dest):
-                    fail(where, f'link to {target}: an anchor into a file that is not Markdown')
-                elif anchor not in anchors(dest):
-                    fail(where, f'link to {target}: no heading of {os.path.relpath(dest, ROOT)} has the anchor #{anchor}')
+            found.append((starts[n], m.group(1)))
+    count = 0
+    for at, target in sorted(found):
+        if not target or re.match(r'^[a-z][a-z0-9+.-]*:', target, re.I):
+            continue                                        # http:, mailto:, ...
+        count += 1
+        where = f'{rel}:{prose[bisect.bisect_right(starts, at) - 1][0]}'
+        file_part, _, anchor = target.partition('#')
+        dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path
+        if not os.path.exists(dest):
+            fail(where, f'link to {target}: {os.path.relpath(dest, ROOT)} does not exist')
+            continue
+        if anchor:
+            if not dest.endswith('.md') or os.path.isdir(dest):
+                fail(where, f'link to {target}: an anchor into a file that is not Markdown')
+            elif anchor not in anchors(dest):
+                fail(where, f'link to {target}: no heading of {os.path.relpath(dest, ROOT)} has the anchor #{anchor}')
     return count
 
 
