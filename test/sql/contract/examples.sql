@@ -1,5 +1,5 @@
 --
--- The README's worked examples, run as written (with a fixed clock).
+-- The worked examples of README.md and docs/examples.md, run as written (with a fixed clock).
 --
 SET ratelimit.fixed_clock = 1000;
 
