@@ -64,6 +64,11 @@ for f in "$pkglib/ratelimit.so" "$extdir/ratelimit.control" \
          $(printf "$extdir/%s\n" $scripts); do
     rl_expect "the package does not hold $f" grep -qxF "$f" "$work/files"
 done
+# The README links into docs/: the pages go with it (dh_compress may gzip them).
+for f in README.md $(cd "$work/ratelimit-$version" && find docs -name '*.md' | sort); do
+    rl_expect "the package's documentation lacks $f" \
+        grep -qx -e "/usr/share/doc/$package/$f" -e "/usr/share/doc/$package/$f.gz" "$work/files"
+done
 stray=$(grep -v -e "^$pkglib/" -e "^$extdir/" -e "^/usr/share/doc/$package/" "$work/files" || true)
 rl_expect "the package holds files outside the extension's directories: $stray" test -z "$stray"
 
