@@ -18,6 +18,7 @@ OBJS = \
 	src/pg/fmgr_args.o \
 	src/pg/functions.o \
 	src/pg/holds.o \
+	src/pg/leases.o \
 	src/pg/maintenance.o \
 	src/pg/memory_engine.o \
 	src/pg/memory_table.o \
