@@ -138,7 +138,7 @@ overlaid_run = rm -rf output_$(1) && mkdir -p output_$(1)/input $(addprefix outp
 # CONTEXT lines: the portable limiter's errors are raised in PL/pgSQL.
 installcheck-portable: $(PORTABLE_SCRIPT)
 	$(call overlaid_run,portable,portable/portable_setup portable/portable_maintenance portable/portable_yugabytedb \
-		portable/portable_concurrency_holds,\
+		portable/portable_concurrency_holds portable/portable_concurrency_leases,\
 		--launcher=$(CURDIR)/test/portable/psql-launcher)
 
 # Every policy's buckets in the memory engine where it can hold them:

@@ -206,6 +206,9 @@ BEGIN
         after_name := batch.last_name;
         after_key := batch.last_key;
     END LOOP;
+    -- Then the expired leases, in one more batch.
+    purged := purged OPERATOR(pg_catalog.+) @extschema@.rl_purge_leases(name);
+    COMMIT;
 END
 $$;
 COMMENT ON PROCEDURE rate_limit_purge(text, bigint) IS
