@@ -145,7 +145,7 @@ installcheck-portable: $(PORTABLE_SCRIPT)
 # memory_setup first.  Before PostgreSQL 17 the server must preload the
 # library (test/cluster/memory.sh runs this on such a server).
 installcheck-memory:
-	$(call overlaid_run,memory,memory/memory_setup memory/memory_concurrency_holds,--load-extension=$(EXTENSION))
+	$(call overlaid_run,memory,memory/memory_setup memory/memory_concurrency_holds memory/memory_concurrency_leases,--load-extension=$(EXTENSION))
 
 # Tests of what older servers lack: GRANT SET ON PARAMETER is 15's.
 REGRESS_SINCE_15 = native/fixed_clock_grant
