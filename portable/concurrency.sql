@@ -251,7 +251,9 @@ COMMENT ON FUNCTION rl_hold_call(text, rl_policies, text, text, float8, text) IS
 -- a bucket does), so a committed lease is never missed.  A release deletes
 -- the lease's row (a concurrent release of the same lease: it waits, then
 -- finds nothing at READ COMMITTED, and 40001 at the other levels).  State,
--- as rl_buckets is: unlogged, not dumped.
+-- as rl_buckets is: unlogged (but on YugabyteDB, told by version() as
+-- platform.sql tells it, which the upgrade to 0.4.0 runs after this file),
+-- not dumped.
 DO $$
 BEGIN
     EXECUTE pg_catalog.format('CREATE %s TABLE rl_leases (
@@ -261,13 +263,13 @@ BEGIN
         places     integer NOT NULL,
         expires_us bigint NOT NULL,
         CONSTRAINT rl_leases_pkey PRIMARY KEY (id))',
-        CASE WHEN rl_on_yugabytedb() THEN '' ELSE 'UNLOGGED' END);
+        CASE WHEN pg_catalog.version() OPERATOR(pg_catalog.~) '-YB-' THEN '' ELSE 'UNLOGGED' END);
     EXECUTE pg_catalog.format('CREATE %s TABLE rl_lease_keys (
         name       text COLLATE "C" NOT NULL,
         key        text COLLATE "C" NOT NULL,
         taken      bigint NOT NULL,
         CONSTRAINT rl_lease_keys_pkey PRIMARY KEY (name, key))',
-        CASE WHEN rl_on_yugabytedb() THEN '' ELSE 'UNLOGGED' END);
+        CASE WHEN pg_catalog.version() OPERATOR(pg_catalog.~) '-YB-' THEN '' ELSE 'UNLOGGED' END);
 END
 $$;
 CREATE INDEX rl_leases_key ON rl_leases (name, key, expires_us);
