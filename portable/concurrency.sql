@@ -66,6 +66,21 @@ $$;
 COMMENT ON FUNCTION rl_require_holds(text) IS
     'raises an error where places cannot be held: on a standby (25006) and on YugabyteDB (0A000)';
 
+-- ReportLeaseRecovery
+CREATE FUNCTION rl_report_lease_recovery(function_name text) RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION 'cannot execute %() of a concurrency limit with a lease during recovery', function_name
+        USING ERRCODE = 'read_only_sql_transaction',
+              DETAIL = 'Leases are kept in an unlogged table, which standby servers do not have.',
+              HINT = 'Call it on the primary server.';
+END
+$$;
+COMMENT ON FUNCTION rl_report_lease_recovery(text) IS
+    'raises 25006 for a call of a concurrency limit with a lease, or a release, on a standby';
+
 -- ReportBadPlaces
 CREATE FUNCTION rl_report_bad_places(name text, cost float8, max_held float8) RETURNS void
 LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -223,6 +238,9 @@ AS $$
 DECLARE
     d @extschema@.rl_decision;
 BEGIN
+    IF p.lease_us IS NOT NULL AND pg_catalog.pg_is_in_recovery() THEN
+        PERFORM @extschema@.rl_report_lease_recovery(function_name);
+    END IF;
     IF @extschema@.rl_on_yugabytedb() OR pg_catalog.pg_is_in_recovery() THEN
         PERFORM @extschema@.rl_require_holds(function_name);
     END IF;
@@ -411,7 +429,10 @@ BEGIN
                                 ELSE pg_catalog.format('Policy "%s" is a rate limit, which holds no places.', $1) END,
                   HINT = pg_catalog.format('Define the concurrency limit with a lease, such as rate_limit_define_concurrency(''%s'', 3, lease => ''30 seconds''), or take it with rate_limit_take.', $1);
     END IF;
-    IF @extschema@.rl_on_yugabytedb() OR pg_catalog.pg_is_in_recovery() THEN
+    IF pg_catalog.pg_is_in_recovery() THEN
+        PERFORM @extschema@.rl_report_lease_recovery('rate_limit_lease');
+    END IF;
+    IF @extschema@.rl_on_yugabytedb() THEN
         PERFORM @extschema@.rl_require_holds('rate_limit_lease');
     END IF;
     PERFORM @extschema@.rl_require_writable('rate_limit_lease');
@@ -438,6 +459,9 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    IF pg_catalog.pg_is_in_recovery() THEN
+        PERFORM @extschema@.rl_report_lease_recovery('rate_limit_release');
+    END IF;
     IF $1 IS NULL THEN
         RETURN false;
     END IF;

@@ -181,6 +181,9 @@ BEGIN
             PERFORM @extschema@.rl_check_request(b_limit[b], b_request[b], 'policy', b_limit[b].rate);
         END IF;
     END LOOP;
+    IF 0 OPERATOR(pg_catalog.<) ANY (b_lease) AND pg_catalog.pg_is_in_recovery() THEN
+        PERFORM @extschema@.rl_report_lease_recovery('rate_limit_take_all');
+    END IF;
     IF holds_places THEN
         PERFORM @extschema@.rl_require_holds('rate_limit_take_all');
     END IF;

@@ -587,6 +587,18 @@ ReportHoldOutsideBlock(const char *function, const char *name)
 }
 
 void
+ReportLeaseRecovery(const char *function)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+	         errmsg("cannot execute %s() of a concurrency limit with a lease during recovery",
+	                function),
+	         errdetail("Leases are kept in an unlogged table, which standby servers do not have."),
+	         errhint("Call it on the primary server.")));
+	pg_unreachable();
+}
+
+void
 ReportHoldRecovery(const char *function)
 {
 	ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),

@@ -114,6 +114,9 @@ enum class CallForm {
 [[noreturn]] void ReportNoLease(const char *name, bool concurrency);
 [[noreturn]] void ReportHoldOutsideBlock(const char *function, const char *name);
 [[noreturn]] void ReportHoldRecovery(const char *function);
+/* 25006: a call of a concurrency limit with a lease, or a release, on a
+ * standby, which has no unlogged table. */
+[[noreturn]] void ReportLeaseRecovery(const char *function);
 
 /* What a check of a table of the extension found changed.  `object`, where
  * given, names what was found: a trigger, a constraint, a column. */

@@ -95,9 +95,11 @@ BucketDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::K
 void
 RequirePlaces(const Signature &signature, const Policy &policy, text *name, bool take)
 {
-	if (policy.lease_us > 0)
+	if (policy.lease_us > 0) {
+		if (RecoveryInProgress())
+			ReportLeaseRecovery(signature.function);
 		RequireEngine(kTableEngine, signature, take);
-	else
+	} else
 		RequireHolds(signature, name, take);
 }
 
@@ -375,6 +377,8 @@ rate_limit_lease(PG_FUNCTION_ARGS)
 Datum
 rate_limit_release(PG_FUNCTION_ARGS)
 {
+	if (RecoveryInProgress())
+		pg::ReportLeaseRecovery(pg::kReleaseSignature.function);
 	if (PG_ARGISNULL(0))
 		PG_RETURN_BOOL(false);
 	pg::RequireEngine(pg::kTableEngine, pg::kReleaseSignature, true);

@@ -370,6 +370,8 @@ TakeAllLimits(const LimitList &list, double max_wait, const Signature &signature
 		holds_places = holds_places || takes[b].max_held > 0;
 		takes_tokens = takes_tokens || takes[b].max_held == 0;
 	}
+	if (leases && RecoveryInProgress())
+		ReportLeaseRecovery(signature.function);
 	if (held != NULL)
 		RequireHolds(signature, held, true);
 	if (takes_tokens)

@@ -6,7 +6,9 @@
 # a clear message, never fail obscurely or return a made-up answer.  A
 # concurrency limit's places are held in the server's lock table, which a
 # standby's is not the primary's: takes and checks of one refuse with 25006
-# too, in the native extension and in the portable limiter.  Starts a
+# too, in the native extension and in the portable limiter, and so do
+# calls of a concurrency limit with a lease, whose leases are rows of an
+# unlogged table, and releases.  Starts a
 # primary and a streaming standby of its own and stops both.
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/lib.sh"
@@ -18,7 +20,9 @@ psql -X -q -v ON_ERROR_STOP=1 \
     -c "SELECT allowed FROM rate_limit_take('standby', 'k', 1, 1, 5)" \
     -c "SELECT name FROM rate_limit_define_concurrency('held', 2)" \
     -c "CREATE SCHEMA limits" -c "CREATE EXTENSION ratelimit_portable SCHEMA limits" \
-    -c "SELECT name FROM limits.rate_limit_define_concurrency('held', 2)" >/dev/null
+    -c "SELECT name FROM limits.rate_limit_define_concurrency('held', 2)" \
+    -c "SELECT name FROM rate_limit_define_concurrency('leased', 2, lease => '1 minute')" \
+    -c "SELECT name FROM limits.rate_limit_define_concurrency('leased', 2, lease => '1 minute')" >/dev/null
 
 standby=$RL_CLUSTER_DIR/standby
 standby_port=$(rl_pick_port)
@@ -61,6 +65,27 @@ for api in '' limits.; do
     expect_hold_refusal "SELECT * FROM ${api}rate_limit_take('held', 'k')"
     expect_hold_refusal "SELECT * FROM ${api}rate_limit_check('held', 'k')"
     expect_hold_refusal "SELECT * FROM ${api}rate_limit_take_all(ARRAY['held'], ARRAY['k'])"
+done
+
+# Leases live in an unlogged table, which a standby does not have: every
+# call of a lease policy refuses, and so does a release.
+expect_lease_refusal() {
+    local sql=$1 out
+    out=$(psql -X -A -t -p "$standby_port" -v VERBOSITY=verbose -c "$sql" 2>&1 || true)
+    if grep -q '^ERROR:  25006: cannot execute rate_limit_[a-z_]*() of a concurrency limit with a lease during recovery' <<<"$out" &&
+       grep -q 'Leases are kept in an unlogged table, which standby servers do not have' <<<"$out"; then
+        printf 'ok: %s\n' "$sql"
+    else
+        printf 'FAILED: %s\n%s\n' "$sql" "$out"
+        failures=$((failures + 1))
+    fi
+}
+for api in '' limits.; do
+    expect_lease_refusal "SELECT * FROM ${api}rate_limit_lease('leased', 'k')"
+    expect_lease_refusal "SELECT * FROM ${api}rate_limit_take('leased', 'k')"
+    expect_lease_refusal "SELECT * FROM ${api}rate_limit_check('leased', 'k')"
+    expect_lease_refusal "SELECT * FROM ${api}rate_limit_take_all(ARRAY['leased'], ARRAY['k'])"
+    expect_lease_refusal "SELECT ${api}rate_limit_release('00000000-0000-4000-8000-000000000000')"
 done
 
 # The primary is unaffected.
