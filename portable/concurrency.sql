@@ -320,12 +320,13 @@ DECLARE
     at bigint;
     allowed boolean;
     retry pg_catalog.float8 := '0'::pg_catalog.float8;
+    pos integer;
 BEGIN
     IF writes THEN
         LOOP
             INSERT INTO @extschema@.rl_lease_keys AS k VALUES ($1, $2, '0'::bigint)
             ON CONFLICT ON CONSTRAINT rl_lease_keys_pkey DO NOTHING;
-            UPDATE @extschema@.rl_lease_keys AS k SET taken = k.taken OPERATOR(pg_catalog.+) '1'::bigint
+            UPDATE @extschema@.rl_lease_keys AS k SET (taken) = ROW(k.taken OPERATOR(pg_catalog.+) '1'::bigint)
              WHERE k.name OPERATOR(pg_catalog.=) $1 AND k.key OPERATOR(pg_catalog.=) $2;
             EXIT WHEN FOUND;  -- (deleted meanwhile by a purge: again)
         END LOOP;
@@ -352,13 +353,17 @@ BEGIN
             expires_us := at;
             INSERT INTO @extschema@.rl_leases AS l VALUES (lease, $1, $2, $4, at);
         END IF;
-        -- A check answers as the take would: with its lease.
-        SELECT pg_catalog.array_agg(e.at ORDER BY e.at, e.n), pg_catalog.array_agg(e.places ORDER BY e.at, e.n)
-          INTO found_at, found_places
-          FROM (SELECT u.at, u.places, u.n
-                  FROM ROWS FROM (pg_catalog.unnest(found_at OPERATOR(pg_catalog.||) at),
-                                  pg_catalog.unnest(found_places OPERATOR(pg_catalog.||) $4))
-                       WITH ORDINALITY AS u(at, places, n)) AS e;
+        -- A check answers as the take would: with its lease, in order of
+        -- expiry (after those that expire with it).
+        pos := 1;
+        WHILE pos OPERATOR(pg_catalog.<=) pg_catalog.cardinality(found_at)
+              AND found_at[pos] OPERATOR(pg_catalog.<=) at LOOP
+            pos := pos OPERATOR(pg_catalog.+) 1;
+        END LOOP;
+        found_at := found_at[1:pos OPERATOR(pg_catalog.-) 1] OPERATOR(pg_catalog.||) at
+                    OPERATOR(pg_catalog.||) found_at[pos:];
+        found_places := found_places[1:pos OPERATOR(pg_catalog.-) 1] OPERATOR(pg_catalog.||) $4
+                        OPERATOR(pg_catalog.||) found_places[pos:];
         free := free OPERATOR(pg_catalog.-) $4;
     ELSIF NOT allowed THEN
         -- Until enough of the earliest leases expire.
@@ -476,12 +481,10 @@ COMMENT ON FUNCTION rate_limit_release(uuid) IS
 
 -- rate_limit_purge's part: deletes the expired leases (of p_name, or of
 -- every name) that no transaction is writing, and the keys left with no
--- lease that no transaction holds; how many leases.  As rl_purge_batch,
--- it runs with the rights of the limiter's owner for rate_limit_purge,
--- which runs with its caller's, and PUBLIC may execute it: it deletes
--- nothing a take would count.
+-- lease that no transaction holds; how many leases.  rl_purge_batch calls
+-- it in a purge's first batch.
 CREATE FUNCTION rl_purge_leases(p_name text) RETURNS bigint
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -507,5 +510,3 @@ END
 $$;
 COMMENT ON FUNCTION rl_purge_leases(text) IS
     'deletes the expired leases of name (NULL: of every name) and the keys left without one; how many leases';
-GRANT EXECUTE ON FUNCTION rl_purge_leases(text) TO PUBLIC;
---upgrade: GRANT EXECUTE ON FUNCTION rl_purge_leases(text) TO PUBLIC;

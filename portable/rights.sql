@@ -1,7 +1,6 @@
 -- portable/rights.sql: included by ratelimit.sql and by the upgrade scripts.
 --
--- Least rights: of the helpers, PUBLIC executes only rl_purge_batch and
--- rl_purge_leases.
+-- Least rights: of the helpers, PUBLIC executes only rl_purge_batch.
 DO $rights$
 DECLARE
     routine pg_catalog.regprocedure;
@@ -11,7 +10,7 @@ BEGIN
          WHERE p.pronamespace OPERATOR(pg_catalog.=) (SELECT n.oid FROM pg_catalog.pg_namespace AS n
                                                        WHERE n.nspname OPERATOR(pg_catalog.=) pg_catalog.current_schema())
            AND p.proname OPERATOR(pg_catalog.~) '^rl_'::pg_catalog.text
-           AND p.proname OPERATOR(pg_catalog.<>) ALL (ARRAY['rl_purge_batch', 'rl_purge_leases']::pg_catalog.name[])
+           AND p.proname OPERATOR(pg_catalog.<>) 'rl_purge_batch'::pg_catalog.name
     LOOP
         EXECUTE pg_catalog.format('REVOKE ALL ON ROUTINE %s FROM PUBLIC', routine);
     END LOOP;
