@@ -87,16 +87,7 @@ CheckLeaseTable(Relation heap)
 {
 	static const Oid kTypes[kNatts] = {UUIDOID, TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID};
 	TupleDesc desc = RelationGetDescr(heap);
-	if (heap->rd_rel->relkind != RELKIND_RELATION || heap->rd_rel->relam != HEAP_TABLE_AM_OID)
-		ReportStateTableAltered(kLeaseTable, TableChange::kNotPlainTable);
-	if (heap->trigdesc != NULL)
-		ReportStateTableAltered(kLeaseTable, TableChange::kTrigger,
-		                        heap->trigdesc->triggers[0].tgname);
-	if (heap->rd_rel->relrowsecurity)
-		ReportStateTableAltered(kLeaseTable, TableChange::kRowSecurity);
-	if (desc->constr != NULL && desc->constr->num_check > 0)
-		ReportStateTableAltered(kLeaseTable, TableChange::kCheckConstraint,
-		                        desc->constr->check[0].ccname);
+	CheckDirectAccess(heap, kLeaseTable);
 	if (desc->natts != kNatts)
 		ReportStateTableAltered(kLeaseTable, TableChange::kColumns);
 	for (int i = 0; i < kNatts; i++) {

@@ -36,30 +36,27 @@ in_recovery=$(psql -X -A -t -p "$standby_port" -c "SELECT pg_is_in_recovery()")
 [ "$in_recovery" = t ] || rl_die "the standby is not in recovery"
 
 failures=0
-expect_refusal() {
+# expect_25006 SQL MESSAGE DETAIL: SQL fails on the standby with 25006, a
+# message matching MESSAGE (a grep pattern) and DETAIL in its detail.
+expect_25006() {
     local sql=$1 out
     out=$(psql -X -A -t -p "$standby_port" -v VERBOSITY=verbose -c "$sql" 2>&1 || true)
-    if grep -q '^ERROR:  25006: cannot execute rate_limit_[a-z]*() during recovery' <<<"$out" &&
-       grep -q 'standby servers do not have' <<<"$out"; then
+    if grep -q "^ERROR:  25006: $2" <<<"$out" && grep -qF "$3" <<<"$out"; then
         printf 'ok: %s\n' "$sql"
     else
         printf 'FAILED: %s\n%s\n' "$sql" "$out"
         failures=$((failures + 1))
     fi
 }
+expect_refusal() {
+    expect_25006 "$1" 'cannot execute rate_limit_[a-z]*() during recovery' 'standby servers do not have'
+}
 expect_refusal "SELECT * FROM rate_limit_take('standby', 'k', 1, 1, 5)"
 expect_refusal "SELECT * FROM rate_limit_check('standby', 'k', 1, 1, 5)"
 expect_refusal "SELECT rate_limit_reset('standby', 'k')"
 expect_hold_refusal() {
-    local sql=$1 out
-    out=$(psql -X -A -t -p "$standby_port" -v VERBOSITY=verbose -c "$sql" 2>&1 || true)
-    if grep -q '^ERROR:  25006: cannot execute rate_limit_[a-z_]*() of a concurrency limit during recovery' <<<"$out" &&
-       grep -q "a standby server's lock table is not the primary's" <<<"$out"; then
-        printf 'ok: %s\n' "$sql"
-    else
-        printf 'FAILED: %s\n%s\n' "$sql" "$out"
-        failures=$((failures + 1))
-    fi
+    expect_25006 "$1" 'cannot execute rate_limit_[a-z_]*() of a concurrency limit during recovery' \
+        "a standby server's lock table is not the primary's"
 }
 for api in '' limits.; do
     expect_hold_refusal "SELECT * FROM ${api}rate_limit_take('held', 'k')"
@@ -70,15 +67,8 @@ done
 # Leases live in an unlogged table, which a standby does not have: every
 # call of a lease policy refuses, and so does a release.
 expect_lease_refusal() {
-    local sql=$1 out
-    out=$(psql -X -A -t -p "$standby_port" -v VERBOSITY=verbose -c "$sql" 2>&1 || true)
-    if grep -q '^ERROR:  25006: cannot execute rate_limit_[a-z_]*() of a concurrency limit with a lease during recovery' <<<"$out" &&
-       grep -q 'Leases are kept in an unlogged table, which standby servers do not have' <<<"$out"; then
-        printf 'ok: %s\n' "$sql"
-    else
-        printf 'FAILED: %s\n%s\n' "$sql" "$out"
-        failures=$((failures + 1))
-    fi
+    expect_25006 "$1" 'cannot execute rate_limit_[a-z_]*() of a concurrency limit with a lease during recovery' \
+        'Leases are kept in an unlogged table, which standby servers do not have'
 }
 for api in '' limits.; do
     expect_lease_refusal "SELECT * FROM ${api}rate_limit_lease('leased', 'k')"

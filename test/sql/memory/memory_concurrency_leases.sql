@@ -10,9 +10,9 @@
 SET ratelimit.fixed_clock = 1000;
 \i test/sql/include/concurrency_leases.sql
 -- A memory policy's leases are rows of the table all the same.
-SELECT name, storage, lease FROM rate_limit_define_concurrency('llm', 2, lease => '1 minute', storage => 'memory');
-SELECT allowed, remaining FROM rate_limit_lease('llm', 'k');
-SELECT name, key, places FROM ratelimit.leases WHERE name = 'llm' AND key = 'k';
+SELECT name, storage, lease FROM rate_limit_define_concurrency('lease-llm', 2, lease => '1 minute', storage => 'memory');
+SELECT allowed, remaining FROM rate_limit_lease('lease-llm', 'k');
+SELECT name, key, places FROM ratelimit.leases WHERE name = 'lease-llm' AND key = 'k';
 SELECT rate_limit_drop(name) FROM rate_limit_policies ORDER BY name;
-DELETE FROM ratelimit.leases;
+DELETE FROM ratelimit.leases WHERE name LIKE 'lease-llm%';
 RESET ratelimit.fixed_clock;
