@@ -18,6 +18,7 @@ OBJS = \
 	src/pg/fmgr_args.o \
 	src/pg/functions.o \
 	src/pg/holds.o \
+	src/pg/leases.o \
 	src/pg/maintenance.o \
 	src/pg/memory_engine.o \
 	src/pg/memory_table.o \
@@ -137,14 +138,14 @@ overlaid_run = rm -rf output_$(1) && mkdir -p output_$(1)/input $(addprefix outp
 # CONTEXT lines: the portable limiter's errors are raised in PL/pgSQL.
 installcheck-portable: $(PORTABLE_SCRIPT)
 	$(call overlaid_run,portable,portable/portable_setup portable/portable_maintenance portable/portable_yugabytedb \
-		portable/portable_concurrency_holds,\
+		portable/portable_concurrency_holds portable/portable_concurrency_leases,\
 		--launcher=$(CURDIR)/test/portable/psql-launcher)
 
 # Every policy's buckets in the memory engine where it can hold them:
 # memory_setup first.  Before PostgreSQL 17 the server must preload the
 # library (test/cluster/memory.sh runs this on such a server).
 installcheck-memory:
-	$(call overlaid_run,memory,memory/memory_setup memory/memory_concurrency_holds,--load-extension=$(EXTENSION))
+	$(call overlaid_run,memory,memory/memory_setup memory/memory_concurrency_holds memory/memory_concurrency_leases,--load-extension=$(EXTENSION))
 
 # Tests of what older servers lack: GRANT SET ON PARAMETER is 15's.
 REGRESS_SINCE_15 = native/fixed_clock_grant

@@ -32,18 +32,13 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     -- storage 'memory' is refused by rate_limit_define_concurrency itself
-    -- (rl_require_memory_engine), as by rate_limit_define.
-    IF $2 IS NOT NULL THEN
-        RAISE EXCEPTION 'concurrency limits with a lease are not available'
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'In this version a place is held until the transaction that took it ends.',
-                  HINT = 'Define the concurrency limit without a lease.';
-    END IF;
+    -- (rl_require_memory_engine), as by rate_limit_define.  Places held
+    -- until the transaction ends and leases (rl_leases) are both kept.
     PERFORM @extschema@.rl_require_holds('rate_limit_define_concurrency');
 END
 $$;
 COMMENT ON FUNCTION rl_require_concurrency(text, interval) IS
-    'raises an error for a concurrency limit the portable limiter does not keep (a lease, or any on YugabyteDB)';
+    'raises an error for a concurrency limit the portable limiter does not keep (any on YugabyteDB)';
 
 -- Where places can be held and counted (RequireHolds, but for the
 -- transaction block, which SQL cannot tell: see the README): not on a
@@ -71,6 +66,21 @@ $$;
 COMMENT ON FUNCTION rl_require_holds(text) IS
     'raises an error where places cannot be held: on a standby (25006) and on YugabyteDB (0A000)';
 
+-- ReportLeaseRecovery
+CREATE FUNCTION rl_report_lease_recovery(function_name text) RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION 'cannot execute %() of a concurrency limit with a lease during recovery', function_name
+        USING ERRCODE = 'read_only_sql_transaction',
+              DETAIL = 'Leases are kept in an unlogged table, which standby servers do not have.',
+              HINT = 'Call it on the primary server.';
+END
+$$;
+COMMENT ON FUNCTION rl_report_lease_recovery(text) IS
+    'raises 25006 for a call of a concurrency limit with a lease, or a release, on a standby';
+
 -- ReportBadPlaces
 CREATE FUNCTION rl_report_bad_places(name text, cost float8, max_held float8) RETURNS void
 LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -88,19 +98,25 @@ COMMENT ON FUNCTION rl_report_bad_places(text, float8, float8) IS
     'raises 22023 for a cost of a concurrency limit that is not a whole number of places from 0 to max_held';
 
 -- ReportConcurrencyRefund
-CREATE FUNCTION rl_report_concurrency_refund(name text) RETURNS void
+CREATE FUNCTION rl_report_concurrency_refund(name text, lease boolean) RETURNS void
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    IF lease THEN
+        RAISE EXCEPTION 'a concurrency limit cannot be refunded'
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = pg_catalog.format('Policy "%s" leases places, which come back when the lease expires or is released, not tokens.', name),
+                  HINT = 'Release the lease with rate_limit_release to give its places back early.';
+    END IF;
     RAISE EXCEPTION 'a concurrency limit cannot be refunded'
         USING ERRCODE = 'feature_not_supported',
               DETAIL = pg_catalog.format('Policy "%s" holds places, which come back when the transaction that took them ends, not tokens.', name),
               HINT = 'Roll back to a savepoint taken before the take to give its places back early.';
 END
 $$;
-COMMENT ON FUNCTION rl_report_concurrency_refund(text) IS
-    'raises 0A000 for rate_limit_refund of a concurrency limit';
+COMMENT ON FUNCTION rl_report_concurrency_refund(text, boolean) IS
+    'raises 0A000 for rate_limit_refund of a concurrency limit (lease: one that leases its places)';
 
 -- The places cost asks of concurrency limit p (CheckPlaces): 22023 unless
 -- a whole number from 0 to max_held (its burst).
@@ -213,7 +229,7 @@ COMMENT ON FUNCTION rl_hold(text, text, integer, integer, boolean) IS
     'takes (take) or checks places places of key (name, key) of a concurrency limit of max_held, held until the transaction ends';
 
 -- Take or check (op) of concurrency limit p by a policy's name
--- (HoldDecision): no reservation, a report-only limit's would-be denial
+-- (HoldDecision; a take of a lease policy takes a lease): no reservation, a report-only limit's would-be denial
 -- answered as allowed, holding nothing.
 CREATE FUNCTION rl_hold_call(function_name text, p rl_policies, p_name text, p_key text, cost float8, op text)
 RETURNS rate_limit_decision
@@ -222,14 +238,275 @@ AS $$
 DECLARE
     d @extschema@.rl_decision;
 BEGIN
+    IF p.lease_us IS NOT NULL AND pg_catalog.pg_is_in_recovery() THEN
+        PERFORM @extschema@.rl_report_lease_recovery(function_name);
+    END IF;
     IF @extschema@.rl_on_yugabytedb() OR pg_catalog.pg_is_in_recovery() THEN
         PERFORM @extschema@.rl_require_holds(function_name);
     END IF;
-    d := @extschema@.rl_hold(p_name, p_key, p.burst::integer, @extschema@.rl_places(p, p_name, cost),
-                             op OPERATOR(pg_catalog.=) 'take'::pg_catalog.text);
+    IF op OPERATOR(pg_catalog.=) 'take'::pg_catalog.text AND p.lease_us IS NOT NULL THEN
+        PERFORM @extschema@.rl_require_writable(function_name);
+    END IF;
+    d := @extschema@.rl_places_decision(p_name, p_key, p.burst::integer, @extschema@.rl_places(p, p_name, cost),
+                                        p.lease_us, op OPERATOR(pg_catalog.=) 'take'::pg_catalog.text);
     d.allowed := d.allowed OR NOT p.enforce;
     RETURN @extschema@.rl_policy_answer(d, p, p_name);
 END
 $$;
 COMMENT ON FUNCTION rl_hold_call(text, rl_policies, text, text, float8, text) IS
     'takes or checks (op) the places of concurrency limit p for key, as rate_limit_take and rate_limit_check by a policy''s name do';
+
+-- Leases (as the native src/pg/leases.cpp keeps them): a lease is a row of
+-- rl_leases, `places` places of (name, key) until expires_us (the
+-- limiter's clock) or until rate_limit_release deletes it; a take writes it
+-- in the caller's transaction, so that a rollback gives it back.  An
+-- expired lease counts as free at once; rate_limit_purge deletes it later.
+-- A take counts and inserts holding the lock of its key's row in
+-- rl_lease_keys, which it updates: a taker of the same key waits for the
+-- holder's transaction to end and, at READ COMMITTED, then counts in a
+-- snapshot that sees that lease; at REPEATABLE READ and SERIALIZABLE, where
+-- the snapshot is older, the update fails with 40001 instead (as a take of
+-- a bucket does), so a committed lease is never missed.  A release deletes
+-- the lease's row (a concurrent release of the same lease: it waits, then
+-- finds nothing at READ COMMITTED, and 40001 at the other levels).  State,
+-- as rl_buckets is: unlogged (but on YugabyteDB, told by version() as
+-- platform.sql tells it, which the upgrade to 0.4.0 runs after this file),
+-- not dumped.
+DO $$
+BEGIN
+    EXECUTE pg_catalog.format('CREATE %s TABLE rl_leases (
+        id         uuid NOT NULL,
+        name       text COLLATE "C" NOT NULL,
+        key        text COLLATE "C" NOT NULL,
+        places     integer NOT NULL,
+        expires_us bigint NOT NULL,
+        CONSTRAINT rl_leases_pkey PRIMARY KEY (id))',
+        CASE WHEN pg_catalog.version() OPERATOR(pg_catalog.~) '-YB-' THEN '' ELSE 'UNLOGGED' END);
+    EXECUTE pg_catalog.format('CREATE %s TABLE rl_lease_keys (
+        name       text COLLATE "C" NOT NULL,
+        key        text COLLATE "C" NOT NULL,
+        taken      bigint NOT NULL,
+        CONSTRAINT rl_lease_keys_pkey PRIMARY KEY (name, key))',
+        CASE WHEN pg_catalog.version() OPERATOR(pg_catalog.~) '-YB-' THEN '' ELSE 'UNLOGGED' END);
+END
+$$;
+CREATE INDEX rl_leases_key ON rl_leases (name, key, expires_us);
+REVOKE ALL ON TABLE rl_leases, rl_lease_keys FROM PUBLIC;
+--upgrade: REVOKE ALL ON TABLE rl_leases, rl_lease_keys FROM PUBLIC;
+COMMENT ON TABLE rl_leases IS
+    'leases of the concurrency limits of the portable rate limiter, each places places of (name, key) until expires_us or its release: written only by its functions';
+COMMENT ON TABLE rl_lease_keys IS
+    'one row per key of a concurrency limit with leases, whose lock serialises the takes of its leases';
+
+\ir ../sql/src/lease_type.sql
+
+-- Takes (take) `places` places of (name, key) of a limit of max_held as
+-- one lease of lease_us microseconds, or counts whether it could
+-- (LeasePlaces): the decision (retry_after: until enough of the earliest
+-- leases expire; reset_after: until the last expires; refill_after: until
+-- the earliest does), and the lease written, if any.
+CREATE FUNCTION rl_lease_places(p_name text, p_key text, max_held integer, places integer,
+                                lease_us bigint, take boolean,
+                                OUT d rl_decision, OUT lease uuid, OUT expires_us bigint)
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    writes boolean := $6 AND $4 OPERATOR(pg_catalog.>) 0;
+    now_us bigint;
+    found_at bigint[];
+    found_places integer[];
+    held bigint;
+    free bigint;
+    at bigint;
+    allowed boolean;
+    retry pg_catalog.float8 := '0'::pg_catalog.float8;
+    pos integer;
+BEGIN
+    IF writes THEN
+        LOOP
+            INSERT INTO @extschema@.rl_lease_keys AS k VALUES ($1, $2, '0'::bigint)
+            ON CONFLICT ON CONSTRAINT rl_lease_keys_pkey DO NOTHING;
+            UPDATE @extschema@.rl_lease_keys AS k SET (taken) = ROW(k.taken OPERATOR(pg_catalog.+) '1'::bigint)
+             WHERE k.name OPERATOR(pg_catalog.=) $1 AND k.key OPERATOR(pg_catalog.=) $2;
+            EXIT WHEN FOUND;  -- (deleted meanwhile by a purge: again)
+        END LOOP;
+    END IF;
+    -- Read after any wait.
+    now_us := @extschema@.rl_now();
+    SELECT pg_catalog.array_agg(l.expires_us ORDER BY l.expires_us),
+           pg_catalog.array_agg(l.places ORDER BY l.expires_us),
+           coalesce(pg_catalog.sum(l.places), '0'::bigint)
+      INTO found_at, found_places, held
+      FROM @extschema@.rl_leases AS l
+     WHERE l.name OPERATOR(pg_catalog.=) $1 AND l.key OPERATOR(pg_catalog.=) $2
+       AND l.expires_us OPERATOR(pg_catalog.>) now_us AND l.places OPERATOR(pg_catalog.>) 0;
+    found_at := coalesce(found_at, '{}');
+    found_places := coalesce(found_places, '{}');
+    free := $3::bigint OPERATOR(pg_catalog.-) held;
+    allowed := free OPERATOR(pg_catalog.>=) $4;
+    IF allowed AND $4 OPERATOR(pg_catalog.>) 0 THEN
+        -- Past the last timestamptz: the last one.
+        at := least(now_us::numeric OPERATOR(pg_catalog.+) $5::numeric,
+                               '9223371331199999999'::numeric)::bigint;
+        IF writes THEN
+            lease := pg_catalog.gen_random_uuid();
+            expires_us := at;
+            INSERT INTO @extschema@.rl_leases AS l VALUES (lease, $1, $2, $4, at);
+        END IF;
+        -- A check answers as the take would: with its lease, in order of
+        -- expiry (after those that expire with it).
+        pos := 1;
+        WHILE pos OPERATOR(pg_catalog.<=) pg_catalog.cardinality(found_at)
+              AND found_at[pos] OPERATOR(pg_catalog.<=) at LOOP
+            pos := pos OPERATOR(pg_catalog.+) 1;
+        END LOOP;
+        found_at := found_at[1:pos OPERATOR(pg_catalog.-) 1] OPERATOR(pg_catalog.||) at
+                    OPERATOR(pg_catalog.||) found_at[pos:];
+        found_places := found_places[1:pos OPERATOR(pg_catalog.-) 1] OPERATOR(pg_catalog.||) $4
+                        OPERATOR(pg_catalog.||) found_places[pos:];
+        free := free OPERATOR(pg_catalog.-) $4;
+    ELSIF NOT allowed THEN
+        -- Until enough of the earliest leases expire.
+        FOR i IN 1..pg_catalog.cardinality(found_at) LOOP
+            EXIT WHEN free OPERATOR(pg_catalog.>=) $4;
+            free := free OPERATOR(pg_catalog.+) found_places[i];
+            retry := (found_at[i] OPERATOR(pg_catalog.-) now_us)::pg_catalog.float8 OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8;
+        END LOOP;
+        free := $3::bigint OPERATOR(pg_catalog.-) held;
+    END IF;
+    d := ROW(allowed, false, free::pg_catalog.float8, retry,
+             CASE WHEN pg_catalog.cardinality(found_at) OPERATOR(pg_catalog.>) 0
+                  THEN (found_at[pg_catalog.cardinality(found_at)] OPERATOR(pg_catalog.-) now_us)::pg_catalog.float8
+                       OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8
+                  ELSE '0'::pg_catalog.float8 END,
+             CASE WHEN pg_catalog.cardinality(found_at) OPERATOR(pg_catalog.>) 0
+                  THEN (found_at[1] OPERATOR(pg_catalog.-) now_us)::pg_catalog.float8
+                       OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8
+                  ELSE '0'::pg_catalog.float8 END,
+             NULL::@extschema@.rl_bucket, '0'::pg_catalog.float8)::@extschema@.rl_decision;
+END
+$$;
+COMMENT ON FUNCTION rl_lease_places(text, text, integer, integer, bigint, boolean) IS
+    'takes (take) or checks places places of key (name, key) of a concurrency limit of max_held as one lease of lease_us microseconds';
+
+-- The places of a concurrency limit, held until the transaction ends
+-- (lease_us NULL) or leased: taken (take) or checked.
+CREATE FUNCTION rl_places_decision(p_name text, p_key text, max_held integer, places integer,
+                                   lease_us bigint, take boolean)
+RETURNS rl_decision
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    IF $5 IS NULL THEN
+        RETURN @extschema@.rl_hold($1, $2, $3, $4, $6);
+    END IF;
+    RETURN (@extschema@.rl_lease_places($1, $2, $3, $4, $5, $6)).d;
+END
+$$;
+COMMENT ON FUNCTION rl_places_decision(text, text, integer, integer, bigint, boolean) IS
+    'takes (take) or checks the places of a concurrency limit: held until the transaction ends, or leased for lease_us microseconds';
+
+CREATE FUNCTION rate_limit_lease(name text, key text, cost float8 DEFAULT 1)
+RETURNS rate_limit_lease
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.rl_policies;
+    result record;
+    taken @extschema@.rl_decision;
+    lease_id uuid;
+    expires_us bigint;
+    d @extschema@.rate_limit_decision;
+BEGIN
+    IF pg_catalog.num_nulls($1, $2, $3) OPERATOR(pg_catalog.>) 0 THEN
+        PERFORM @extschema@.rl_null_argument('rate_limit_lease', ARRAY['name', 'key', 'cost'],
+                                             ARRAY[$1, $2, $3::pg_catalog.text],
+                                             'Every argument of this function needs a value.');
+    END IF;
+    PERFORM @extschema@.rl_check_name_and_key($1, $2);
+    p := @extschema@.rl_policy($1);
+    IF p.lease_us IS NULL THEN
+        RAISE EXCEPTION 'policy "%" has no lease', $1
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = CASE WHEN p.kind OPERATOR(pg_catalog.=) 'concurrency'::pg_catalog.text
+                                THEN pg_catalog.format('Policy "%s" holds places until the transaction that took them ends.', $1)
+                                ELSE pg_catalog.format('Policy "%s" is a rate limit, which holds no places.', $1) END,
+                  HINT = pg_catalog.format('Define the concurrency limit with a lease, such as rate_limit_define_concurrency(''%s'', 3, lease => ''30 seconds''), or take it with rate_limit_take.', $1);
+    END IF;
+    IF pg_catalog.pg_is_in_recovery() THEN
+        PERFORM @extschema@.rl_report_lease_recovery('rate_limit_lease');
+    END IF;
+    IF @extschema@.rl_on_yugabytedb() THEN
+        PERFORM @extschema@.rl_require_holds('rate_limit_lease');
+    END IF;
+    PERFORM @extschema@.rl_require_writable('rate_limit_lease');
+    SELECT l.* INTO result
+      FROM @extschema@.rl_lease_places($1, $2, p.burst::integer, @extschema@.rl_places(p, $1, $3),
+                                       p.lease_us, true) AS l;
+    taken := result.d;
+    lease_id := result.lease;
+    expires_us := result.expires_us;
+    taken.allowed := taken.allowed OR NOT p.enforce;
+    d := @extschema@.rl_policy_answer(taken, p, $1);
+    RETURN ROW(d.allowed, d.remaining, d.retry_after, d.reset_after, d.capacity, d.name, d.quota,
+               d.per, d.refill_after, lease_id,
+               CASE WHEN lease_id IS NOT NULL THEN @extschema@.rl_timestamp(expires_us) END
+              )::@extschema@.rate_limit_lease;
+END
+$$;
+COMMENT ON FUNCTION rate_limit_lease(text, text, float8) IS
+    'takes cost places of key of concurrency limit name (defined with a lease) as one lease, given back by a rollback, else held until it expires or rate_limit_release(lease); the decision, the lease''s id (NULL if denied) and when it expires';
+
+CREATE FUNCTION rate_limit_release(lease uuid)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF pg_catalog.pg_is_in_recovery() THEN
+        PERFORM @extschema@.rl_report_lease_recovery('rate_limit_release');
+    END IF;
+    IF $1 IS NULL THEN
+        RETURN false;
+    END IF;
+    PERFORM @extschema@.rl_require_writable('rate_limit_release');
+    DELETE FROM @extschema@.rl_leases AS l
+     WHERE l.id OPERATOR(pg_catalog.=) $1 AND l.expires_us OPERATOR(pg_catalog.>) @extschema@.rl_now();
+    RETURN FOUND;
+END
+$$;
+COMMENT ON FUNCTION rate_limit_release(uuid) IS
+    'gives the places of a lease back now, in the caller''s transaction; false if it is not in force (unknown, expired, released, or NULL)';
+
+-- rate_limit_purge's part: deletes the expired leases (of p_name, or of
+-- every name) that no transaction is writing, and the keys left with no
+-- lease that no transaction holds; how many leases.  rl_purge_batch calls
+-- it in a purge's first batch.
+CREATE FUNCTION rl_purge_leases(p_name text) RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    now_us bigint := @extschema@.rl_now();
+    deleted bigint;
+BEGIN
+    DELETE FROM @extschema@.rl_leases AS l
+     WHERE l.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
+           SELECT e.ctid FROM @extschema@.rl_leases AS e
+            WHERE e.expires_us OPERATOR(pg_catalog.<=) now_us
+              AND ($1 IS NULL OR e.name OPERATOR(pg_catalog.=) $1)
+              FOR UPDATE SKIP LOCKED));
+    GET DIAGNOSTICS deleted = ROW_COUNT;
+    DELETE FROM @extschema@.rl_lease_keys AS k
+     WHERE k.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
+           SELECT e.ctid FROM @extschema@.rl_lease_keys AS e
+            WHERE ($1 IS NULL OR e.name OPERATOR(pg_catalog.=) $1)
+              AND NOT EXISTS (SELECT FROM @extschema@.rl_leases AS l
+                               WHERE l.name OPERATOR(pg_catalog.=) e.name AND l.key OPERATOR(pg_catalog.=) e.key)
+              FOR UPDATE SKIP LOCKED));
+    RETURN deleted;
+END
+$$;
+COMMENT ON FUNCTION rl_purge_leases(text) IS
+    'deletes the expired leases of name (NULL: of every name) and the keys left without one; how many leases';

@@ -58,7 +58,8 @@ $$;
 -- batch_size (at most 1000) are judged and the forgettable ones not locked by anyone are
 -- deleted.  Returns how many, and the last bucket judged (NULL: none left).
 -- The first batch (after_name NULL) checks the call first, as the native
--- procedure does before its first batch.
+-- procedure does before its first batch, and deletes the expired leases
+-- too (counted with the buckets).
 CREATE FUNCTION rl_purge_batch(p_name text, after_name text, after_key text, batch_size integer,
                                OUT deleted bigint, OUT last_name text, OUT last_key text)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -68,6 +69,7 @@ DECLARE
     now_us bigint := @extschema@.rl_now();
     after_code integer;
     last_code integer;
+    leases bigint := 0;
 BEGIN
     IF after_name IS NULL THEN
         IF p_name = '' THEN
@@ -80,6 +82,10 @@ BEGIN
     END IF;
     IF pg_catalog.current_setting('transaction_read_only') = 'on' THEN
         PERFORM @extschema@.rl_report_read_only_delete('rate_limit_purge');
+    END IF;
+    IF after_name IS NULL THEN
+        -- The expired leases, in the first batch.
+        leases := @extschema@.rl_purge_leases(p_name);
     END IF;
     IF @extschema@.rl_on_yugabytedb() THEN
         PERFORM @extschema@.rl_require_read_committed();
@@ -106,7 +112,7 @@ BEGIN
                  ORDER BY 3, 1, 2 LIMIT least(batch_size, 1000)) AS c
          ORDER BY c.code DESC, c.name DESC, c.key DESC LIMIT 1;
         IF last_name IS NULL THEN
-            deleted := 0;
+            deleted := leases;
             RETURN;
         END IF;
         PERFORM FROM @extschema@.rl_policy_changes AS c FOR SHARE;
@@ -125,6 +131,7 @@ BEGIN
                FOR UPDATE OF t SKIP LOCKED)
         DELETE FROM @extschema@.rl_buckets AS t USING judged WHERE t.name = judged.name AND t.key = judged.key;
         GET DIAGNOSTICS deleted = ROW_COUNT;
+        deleted := deleted + leases;
         RETURN;
     END IF;
     SELECT c.name, c.key INTO last_name, last_key
@@ -134,7 +141,7 @@ BEGIN
              ORDER BY t.name, t.key LIMIT least(batch_size, 1000)) AS c
      ORDER BY c.name DESC, c.key DESC LIMIT 1;
     IF last_name IS NULL THEN
-        deleted := 0;
+        deleted := leases;
         RETURN;
     END IF;
     -- Judged on the latest version once it is locked (READ COMMITTED
@@ -161,6 +168,7 @@ BEGIN
            FOR UPDATE OF t SKIP LOCKED)
     DELETE FROM @extschema@.rl_buckets AS t USING judged WHERE t.ctid = judged.row_id;
     GET DIAGNOSTICS deleted = ROW_COUNT;
+    deleted := deleted + leases;
 END
 $$;
 -- Executable by anyone: a batch deletes only buckets whose deletion changes

@@ -24,7 +24,7 @@ BEGIN
     -- In the native limiter's order: the policy, then what it allows.
     p := @extschema@.rl_policy($1);
     IF p.kind OPERATOR(pg_catalog.=) 'concurrency'::pg_catalog.text THEN
-        PERFORM @extschema@.rl_report_concurrency_refund($1);
+        PERFORM @extschema@.rl_report_concurrency_refund($1, p.lease_us IS NOT NULL);
     END IF;
     PERFORM @extschema@.rl_require_writable('rate_limit_refund');
     l := @extschema@.rl_policy_limit(p, $1, $2);

@@ -520,6 +520,7 @@ REVOKE ALL ON FUNCTION rate_limit_refund_explicit(text, text, float8, float8, in
 \ir shards.sql
 \ir ../sql/src/headers_policy.sql
 \ir ../sql/src/headers.sql
+\ir ../sql/src/lease_headers.sql
 \ir maintenance.sql
 
 \ir rights.sql

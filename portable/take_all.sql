@@ -81,6 +81,7 @@ DECLARE
     b_enforce boolean[] := '{}';
     b_decision @extschema@.rl_decision[] := '{}';
     b_held integer[] := '{}';            -- max_held of a concurrency limit, else 0
+    b_lease bigint[] := '{}';            -- a concurrency limit's lease, else NULL
     holds_places boolean := false;
     takes_tokens boolean := false;
     kept boolean := true;
@@ -169,6 +170,7 @@ BEGIN
             b_enforce[buckets] := given_policy[c].enforce;
             b_held[buckets] := CASE WHEN given_policy[c].kind = 'concurrency'
                                     THEN given_policy[c].burst::integer ELSE 0 END;
+            b_lease[buckets] := given_policy[c].lease_us;
             holds_places := holds_places OR b_held[buckets] > 0;
             takes_tokens := takes_tokens OR b_held[buckets] = 0;
         END IF;
@@ -179,8 +181,14 @@ BEGIN
             PERFORM @extschema@.rl_check_request(b_limit[b], b_request[b], 'policy', b_limit[b].rate);
         END IF;
     END LOOP;
+    IF 0 OPERATOR(pg_catalog.<) ANY (b_lease) AND pg_catalog.pg_is_in_recovery() THEN
+        PERFORM @extschema@.rl_report_lease_recovery('rate_limit_take_all');
+    END IF;
     IF holds_places THEN
         PERFORM @extschema@.rl_require_holds('rate_limit_take_all');
+    END IF;
+    IF 0 OPERATOR(pg_catalog.<) ANY (b_lease) THEN
+        PERFORM @extschema@.rl_require_writable('rate_limit_take_all');
     END IF;
     IF takes_tokens THEN
         PERFORM @extschema@.rl_require_writable('rate_limit_take_all');
@@ -201,8 +209,8 @@ BEGIN
         -- holds the place, for as long as it holds it.
         FOR b IN 1..buckets LOOP
             CONTINUE WHEN b_held[b] = 0;
-            b_decision[b] := @extschema@.rl_hold(b_name[b], b_key[b], b_held[b],
-                                                 b_request[b].cost::integer, false);
+            b_decision[b] := @extschema@.rl_places_decision(b_name[b], b_key[b], b_held[b], b_request[b].cost::integer,
+                                                             b_lease[b], false);
             IF NOT b_decision[b].allowed AND b_enforce[b] THEN
                 denied_hold := b;
                 kept := false;
@@ -216,8 +224,8 @@ BEGIN
                 IF all_allowed THEN
                     FOR b IN 1..buckets LOOP
                         CONTINUE WHEN b_held[b] = 0;
-                        b_decision[b] := @extschema@.rl_hold(b_name[b], b_key[b], b_held[b],
-                                                             b_request[b].cost::integer, true);
+                        b_decision[b] := @extschema@.rl_places_decision(b_name[b], b_key[b], b_held[b], b_request[b].cost::integer,
+                                                             b_lease[b], true);
                         IF NOT b_decision[b].allowed AND b_enforce[b] THEN
                             denied_hold := b;
                             RAISE SQLSTATE 'RLHA0';
@@ -233,8 +241,8 @@ BEGIN
             -- stands, nothing taken.
             FOR b IN 1..buckets LOOP
                 IF b_held[b] > 0 AND b IS DISTINCT FROM denied_hold THEN
-                    b_decision[b] := @extschema@.rl_hold(b_name[b], b_key[b], b_held[b],
-                                                         b_request[b].cost::integer, false);
+                    b_decision[b] := @extschema@.rl_places_decision(b_name[b], b_key[b], b_held[b], b_request[b].cost::integer,
+                                                             b_lease[b], false);
                 ELSIF b_held[b] = 0 AND NOT kept THEN
                     b_decision[b] := @extschema@.rl_apply(b_name[b], b_key[b], b_limit[b], b_request[b],
                                                           'check'::text, 0::float8, b_initial[b]);

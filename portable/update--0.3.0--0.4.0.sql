@@ -26,6 +26,7 @@ DROP FUNCTION rl_policies_change();
 \ir ../sql/src/enforce_upgrade.sql
 \ir ../sql/src/headers_policy.sql
 \ir ../sql/src/headers.sql
+\ir ../sql/src/lease_headers.sql
 
 -- 0.4.0 takes and checks by a policy's name, and with explicit parameters
 -- in tokens a second, in one read and at most one write in the common case,

@@ -259,12 +259,37 @@ COMMENT ON FUNCTION rate_limit_buckets(text) IS
     'rate_limit_buckets on every partition: the buckets of limit name';
 REVOKE ALL ON FUNCTION rate_limit_buckets(text) FROM PUBLIC;
 
+-- Routines that name this schema's objects @extschema@.name, until
+-- qualify.sql puts its name in their place, are created unchecked.
+SET LOCAL check_function_bodies = off;
+
+-- Leases of concurrency limits defined on the partitions: a lease is
+-- taken on the partition that owns (name, key) and committed there with the
+-- call, so that it lives on after it until it expires or is released (the
+-- caller's ROLLBACK does not give it back); a release, knowing only the
+-- lease's id, is tried on every partition, and is true where one held it.
+\ir ../sql/src/lease_type.sql
+CREATE FUNCTION rate_limit_lease(name text, key text, cost float8 DEFAULT 1)
+RETURNS rate_limit_lease LANGUAGE plproxy
+AS $$ CLUSTER 'ratelimit'; RUN ON rate_limit_route_hash(name, key); $$;
+COMMENT ON FUNCTION rate_limit_lease(text, text, float8) IS
+    'rate_limit_lease on the partition of (name, key): takes cost places as one lease, committed there at once';
+CREATE FUNCTION rl_release_everywhere(lease uuid)
+RETURNS SETOF boolean LANGUAGE plproxy
+AS $$ CLUSTER 'ratelimit'; RUN ON ALL; TARGET rate_limit_release; $$;
+COMMENT ON FUNCTION rl_release_everywhere(uuid) IS
+    'rate_limit_release of lease on every partition';
+CREATE FUNCTION rate_limit_release(lease uuid)
+RETURNS boolean LANGUAGE sql
+AS $$ SELECT coalesce(pg_catalog.bool_or(r), false) FROM @extschema@.rl_release_everywhere(lease) AS r $$;
+COMMENT ON FUNCTION rate_limit_release(uuid) IS
+    'rate_limit_release on every partition: true if one of them held the lease in force';
+
 -- The header values need nothing but a decision: computed here, by the
 -- functions of the native extension and the portable limiter (the form
--- that reads a stored policy is not routed), which name their own objects
--- @extschema@.name until qualify.sql puts this schema's name in their place.
-SET LOCAL check_function_bodies = off;
+-- that reads a stored policy is not routed).
 \ir ../sql/src/headers.sql
+\ir ../sql/src/lease_headers.sql
 \ir ../portable/qualify.sql
 
 COMMIT;

@@ -1,20 +1,59 @@
 -- sql/concurrency.sql: included by ratelimit.sql and by the upgrade to 0.4.0
 --
--- Raises 0A000 for the concurrency limits this version does not keep yet:
--- leases; rate_limit_define_concurrency calls it.
+-- Concurrency limits held as leases (src/pg/leases.cpp): the table that
+-- keeps them, whichever the policy's storage, and the calls that take and
+-- release them.  ratelimit.require_concurrency is the native target's check
+-- of the kind of hold (rate_limit_define_concurrency calls it): every kind
+-- is kept.
+
 CREATE FUNCTION ratelimit.require_concurrency(storage text, lease interval) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF $2 IS NOT NULL THEN
-        RAISE EXCEPTION 'concurrency limits with a lease are not available'
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'In this version a place is held until the transaction that took it ends.',
-                  HINT = 'Define the concurrency limit without a lease.';
-    END IF;
+    -- Both engines keep places until the transaction ends (in the server's
+    -- lock table) and leases (in ratelimit.leases).
+    RETURN;
 END
 $$;
 COMMENT ON FUNCTION ratelimit.require_concurrency(text, interval) IS
-    'raises an error for a concurrency limit this version does not keep (a lease)';
+    'raises an error for a concurrency limit this version does not keep (none: every kind is kept)';
 REVOKE ALL ON FUNCTION ratelimit.require_concurrency(text, interval) FROM PUBLIC;
+
+-- Leases: state, as ratelimit.buckets is (unlogged, not dumped: a restored
+-- database starts with no lease, as after a crash).  Written only by the
+-- functions, through (name, key, expires_at) and the primary key.
+CREATE UNLOGGED TABLE ratelimit.leases (
+    id         uuid NOT NULL,
+    name       text COLLATE "C" NOT NULL,
+    key        text COLLATE "C" NOT NULL,
+    places     integer NOT NULL,
+    expires_at timestamptz NOT NULL,
+    CONSTRAINT leases_pkey PRIMARY KEY (id)
+) WITH (
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_insert_scale_factor = 0,
+    autovacuum_vacuum_insert_threshold = 10000
+);
+CREATE INDEX leases_key ON ratelimit.leases (name, key, expires_at);
+REVOKE ALL ON TABLE ratelimit.leases FROM PUBLIC;
+--upgrade: REVOKE ALL ON TABLE ratelimit.leases FROM PUBLIC;
+COMMENT ON TABLE ratelimit.leases IS
+    'leases of the concurrency limits of the ratelimit extension, each places places of (name, key) until expires_at or its release: written only by its functions';
+
+\ir src/lease_type.sql
+
+CREATE FUNCTION @extschema@.rate_limit_lease(name text, key text, cost float8 DEFAULT 1)
+RETURNS @extschema@.rate_limit_lease
+AS 'MODULE_PATHNAME', 'rate_limit_lease'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_lease(text, text, float8) IS
+    'takes cost places of key of concurrency limit name (defined with a lease) as one lease, given back by a rollback, else held until it expires or rate_limit_release(lease); the decision, the lease''s id (NULL if denied) and when it expires';
+
+CREATE FUNCTION @extschema@.rate_limit_release(lease uuid)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'rate_limit_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.rate_limit_release(uuid) IS
+    'gives the places of a lease back now, in the caller''s transaction; false if it is not in force (unknown, expired, released, or NULL)';

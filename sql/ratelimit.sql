@@ -280,6 +280,7 @@ REVOKE ALL ON FUNCTION @extschema@.rate_limit_refund_explicit(text, text, float8
 
 \ir src/headers_policy.sql
 \ir src/headers.sql
+\ir src/lease_headers.sql
 
 
 -- Cleanup: forgets the buckets whose deletion changes no answer (refilled

@@ -23,6 +23,7 @@
 \ir src/enforce_upgrade.sql
 \ir src/headers_policy.sql
 \ir src/headers.sql
+\ir src/lease_headers.sql
 \ir memory_stats.sql
 --upgrade: REVOKE ALL ON FUNCTION @extschema@.rate_limit_memory_stats() FROM PUBLIC;
 --upgrade: REVOKE ALL ON @extschema@.rate_limit_memory_stats FROM PUBLIC;

@@ -39,6 +39,8 @@ struct BucketTake {
 	core::Decision decision;    /* out */
 	int max_held;               /* a concurrency limit's places (0: a bucket); request.cost
 	                               is then the places to hold */
+	int64 lease_us;             /* a concurrency limit's lease (0: held until the
+	                               transaction ends) */
 };
 
 /* A bucket as a listing or a sweep sees it. */

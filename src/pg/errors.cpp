@@ -539,15 +539,36 @@ ReportBadPlaces(const char *name, double cost, int max_held)
 }
 
 void
-ReportConcurrencyRefund(const char *name)
+ReportConcurrencyRefund(const char *name, bool lease)
 {
-	ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-	                errmsg("a concurrency limit cannot be refunded"),
-	                errdetail("Policy \"%s\" holds places, which come back when the transaction "
-	                          "that took them ends, not tokens.",
-	                          name),
-	                errhint("Roll back to a savepoint taken before the take to give its places "
-	                        "back early.")));
+	ereport(
+	    ERROR,
+	    (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("a concurrency limit cannot be refunded"),
+	     lease ? errdetail("Policy \"%s\" leases places, which come back when the lease expires "
+	                       "or is released, not tokens.",
+	                       name)
+	           : errdetail("Policy \"%s\" holds places, which come back when the transaction "
+	                       "that took them ends, not tokens.",
+	                       name),
+	     lease ? errhint("Release the lease with rate_limit_release to give its places back early.")
+	           : errhint("Roll back to a savepoint taken before the take to give its places "
+	                     "back early.")));
+	pg_unreachable();
+}
+
+void
+ReportNoLease(const char *name, bool concurrency)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("policy \"%s\" has no lease", name),
+	         concurrency ? errdetail("Policy \"%s\" holds places until the transaction that took "
+	                                 "them ends.",
+	                                 name)
+	                     : errdetail("Policy \"%s\" is a rate limit, which holds no places.", name),
+	         errhint("Define the concurrency limit with a lease, such as "
+	                 "rate_limit_define_concurrency('%s', 3, lease => '30 seconds'), or take it "
+	                 "with rate_limit_take.",
+	                 name)));
 	pg_unreachable();
 }
 
@@ -562,6 +583,18 @@ ReportHoldOutsideBlock(const char *function, const char *name)
 	                   name),
 	         errhint("Take it after BEGIN, in the transaction that does the work it "
 	                 "limits.")));
+	pg_unreachable();
+}
+
+void
+ReportLeaseRecovery(const char *function)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+	         errmsg("cannot execute %s() of a concurrency limit with a lease during recovery",
+	                function),
+	         errdetail("Leases are kept in an unlogged table, which standby servers do not have."),
+	         errhint("Call it on the primary server.")));
 	pg_unreachable();
 }
 

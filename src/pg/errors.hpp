@@ -109,9 +109,14 @@ enum class CallForm {
 /* A concurrency limit: a cost that is not a whole number of places from 0
  * to max_held, and a refund, which it has no tokens for. */
 [[noreturn]] void ReportBadPlaces(const char *name, double cost, int max_held);
-[[noreturn]] void ReportConcurrencyRefund(const char *name);
+[[noreturn]] void ReportConcurrencyRefund(const char *name, bool lease);
+/* 22023: rate_limit_lease of a policy that keeps no leases. */
+[[noreturn]] void ReportNoLease(const char *name, bool concurrency);
 [[noreturn]] void ReportHoldOutsideBlock(const char *function, const char *name);
 [[noreturn]] void ReportHoldRecovery(const char *function);
+/* 25006: a call of a concurrency limit with a lease, or a release, on a
+ * standby, which has no unlogged table. */
+[[noreturn]] void ReportLeaseRecovery(const char *function);
 
 /* What a check of a table of the extension found changed.  `object`, where
  * given, names what was found: a trigger, a constraint, a column. */

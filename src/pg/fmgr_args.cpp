@@ -143,6 +143,8 @@ const Signature kCheckPolicyWaitSignature = {"rate_limit_check", kPolicyWaitArgs
                                              lengthof(kPolicyWaitArgs)};
 const Signature kRefundPerSignature = {"rate_limit_refund_explicit", kRefundPerArgs,
                                        lengthof(kRefundPerArgs)};
+const Signature kLeaseSignature = {"rate_limit_lease", kPolicyCostArgs, lengthof(kPolicyCostArgs)};
+const Signature kReleaseSignature = {"rate_limit_release", NULL, 0};
 const Signature kTakeAllWaitSignature = {"rate_limit_take_all", kTakeAllWaitArgs,
                                          lengthof(kTakeAllWaitArgs)};
 
@@ -480,8 +482,14 @@ constexpr ResultColumn kAllDecisionColumns[] = {
 /* The columns of the 0.1.0 and 0.2.0 row types, which a database not yet
  * updated still has: the first ones of each. */
 constexpr int kLegacyColumns = 5;
-constexpr int kMaxResultColumns = 9;
+constexpr ResultColumn kLeaseColumns[] = {
+    {"allowed", BOOLOID},       {"remaining", FLOAT8OID},      {"retry_after", FLOAT8OID},
+    {"reset_after", FLOAT8OID}, {"capacity", FLOAT8OID},       {"name", TEXTOID},
+    {"quota", FLOAT8OID},       {"per", INTERVALOID},          {"refill_after", FLOAT8OID},
+    {"lease", UUIDOID},         {"expires_at", TIMESTAMPTZOID}};
+constexpr int kMaxResultColumns = 11;
 static_assert(lengthof(kDecisionColumns) <= kMaxResultColumns &&
+                  lengthof(kLeaseColumns) <= kMaxResultColumns &&
                   lengthof(kAllDecisionColumns) <= kMaxResultColumns,
               "kMaxResultColumns too small");
 
@@ -734,6 +742,23 @@ AllDecisionDatum(FunctionCallInfo fcinfo, const AllDecision &decision)
 		                    type->element_length, type->element_by_value, type->element_align));
 		nulls[lengthof(kAllDecisionColumns) - 1] = false;
 	}
+	return HeapTupleGetDatum(ShapedTuple(type->row, values, nulls));
+}
+
+Datum
+LeaseDatum(FunctionCallInfo fcinfo, const core::Decision &decision, const core::Limit &limit,
+           const LimitLabel &label, const pg_uuid_t *lease, TimestampTz expires_at)
+{
+	constexpr int kDecision = lengthof(kDecisionColumns);
+	Datum values[lengthof(kLeaseColumns)];
+	bool nulls[lengthof(kLeaseColumns)];
+	DecisionValues(decision, limit.burst, label, values, nulls);
+	values[kDecision] = lease != NULL ? UUIDPGetDatum(const_cast<pg_uuid_t *>(lease)) : (Datum)0;
+	nulls[kDecision] = lease == NULL;
+	values[kDecision + 1] = TimestampTzGetDatum(expires_at);
+	nulls[kDecision + 1] = lease == NULL;
+	const ResultType *type =
+	    ResultDescriptor(fcinfo, kLeaseColumns, lengthof(kLeaseColumns), NULL, 0);
 	return HeapTupleGetDatum(ShapedTuple(type->row, values, nulls));
 }
 

@@ -73,6 +73,9 @@ extern const Signature kStatsResetSignature;
 /* rate_limit_take_all (names, keys, costs), and (names, keys, costs, max_wait). */
 extern const Signature kTakeAllSignature;
 extern const Signature kTakeAllWaitSignature;
+/* rate_limit_lease(name, key, cost) and rate_limit_release(lease). */
+extern const Signature kLeaseSignature;
+extern const Signature kReleaseSignature;
 
 /* What a decision row says of its limit: name, quota per period. */
 struct LimitLabel {
@@ -204,6 +207,11 @@ struct AllDecision {
 	const LimitLabel *labels;
 };
 Datum AllDecisionDatum(FunctionCallInfo fcinfo, const AllDecision &decision);
+
+/* The rate_limit_lease row: the decision's columns, then the lease written
+ * (lease and expires_at NULL when none was: denied, or no place asked). */
+Datum LeaseDatum(FunctionCallInfo fcinfo, const core::Decision &decision, const core::Limit &limit,
+                 const LimitLabel &label, const pg_uuid_t *lease, TimestampTz expires_at);
 
 } /* namespace ratelimit::pg */
 

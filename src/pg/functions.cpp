@@ -13,6 +13,7 @@
 #include "pg/bucket_keys.hpp"
 #include "pg/errors.hpp"
 #include "pg/fmgr_args.hpp"
+#include "pg/leases.hpp"
 #include "pg/engine.hpp"
 #include "pg/policies.hpp"
 #include "pg/sharding.hpp"
@@ -37,6 +38,8 @@ PG_FUNCTION_INFO_V1(rate_limit_take_all_wait);
 PG_FUNCTION_INFO_V1(rate_limit_take_explicit);
 PG_FUNCTION_INFO_V1(rate_limit_check_explicit);
 PG_FUNCTION_INFO_V1(rate_limit_refund_explicit);
+PG_FUNCTION_INFO_V1(rate_limit_lease);
+PG_FUNCTION_INFO_V1(rate_limit_release);
 }
 
 namespace ratelimit::pg {
@@ -86,19 +89,45 @@ BucketDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::K
 	return DecisionDatum(fcinfo, decision, call.limit, call.label);
 }
 
-/* Take or check of places of concurrency limit `policy` (see holds.hpp):
- * max_wait does not apply, a hold never reserves. */
+/* Where places of concurrency limit `policy` can be taken (take) or
+ * counted: held until the transaction ends, in the lock table (in a
+ * transaction block); as leases, in the table (writable for a take). */
+void
+RequirePlaces(const Signature &signature, const Policy &policy, text *name, bool take)
+{
+	if (policy.lease_us > 0) {
+		if (RecoveryInProgress())
+			ReportLeaseRecovery(signature.function);
+		RequireEngine(kTableEngine, signature, take);
+	} else
+		RequireHolds(signature, name, take);
+}
+
+/* Take or check of places of concurrency limit `policy` (see holds.hpp and
+ * leases.hpp): max_wait does not apply, a hold never reserves.  A take of
+ * a lease policy takes a lease; `grant` (may be NULL) receives it. */
+core::Decision
+TakePlaces(const PolicyCall &call, const Policy &policy, Operation::Kind kind, LeaseGrant *grant)
+{
+	const int places = PolicyPlaces(policy, call.name, call.cost);
+	const bool take = kind == Operation::kTake;
+	const TakeCount count = StartCount(take);
+	core::Decision decision =
+	    policy.lease_us > 0
+	        ? LeasePlaces(call.name, call.key, policy.max_held, places, policy.lease_us, take,
+	                      grant)
+	        : policy.engine->hold(call.name, call.key, policy.max_held, places, take);
+	FinishCount(count, call.name, call.cost, decision);
+	/* Counted as the denial it would be; answered as allowed. */
+	(void)ReportOnly(policy, &decision);
+	return decision;
+}
+
 Datum
 HoldDecision(FunctionCallInfo fcinfo, const PolicyCall &call, const Policy &policy,
              Operation::Kind kind)
 {
-	const int places = PolicyPlaces(policy, call.name, call.cost);
-	const TakeCount count = StartCount(kind == Operation::kTake);
-	core::Decision decision =
-	    policy.engine->hold(call.name, call.key, policy.max_held, places, kind == Operation::kTake);
-	FinishCount(count, call.name, call.cost, decision);
-	/* Counted as the denial it would be; answered as allowed. */
-	(void)ReportOnly(policy, &decision);
+	core::Decision decision = TakePlaces(call, policy, kind, NULL);
 	return DecisionDatum(fcinfo, decision, policy.limit, PolicyLabel(policy, call.name));
 }
 
@@ -112,7 +141,7 @@ PolicyDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::K
 	PolicyCall call = DecodePolicyCall(fcinfo, signature);
 	Policy policy = LookupPolicy(call.name);
 	if (policy.max_held > 0) {
-		RequireHolds(signature, call.name, kind == Operation::kTake);
+		RequirePlaces(signature, policy, call.name, kind == Operation::kTake);
 		return HoldDecision(fcinfo, call, policy, kind);
 	}
 	RequireFor(*policy.engine, signature, kind);
@@ -265,7 +294,7 @@ rate_limit_refund_policy(PG_FUNCTION_ARGS)
 	pg::PolicyRefundCall call = pg::DecodePolicyRefundCall(fcinfo);
 	pg::Policy policy = pg::LookupPolicy(call.name);
 	if (policy.max_held > 0)
-		pg::ReportConcurrencyRefund(text_to_cstring(call.name));
+		pg::ReportConcurrencyRefund(text_to_cstring(call.name), policy.lease_us > 0);
 	pg::RequireFor(*policy.engine, pg::kRefundPolicySignature, pg::Operation::kRefund);
 	core::Limit limit = pg::PolicyLimit(policy, call.name, call.key);
 	core::Decision decision;
@@ -324,4 +353,34 @@ Datum
 rate_limit_take_all_wait(PG_FUNCTION_ARGS)
 {
 	return pg::TakeAllDecision(fcinfo, pg::kTakeAllWaitSignature);
+}
+
+/* rate_limit_lease(name, key, cost): takes cost places of lease policy
+ * `name` as one lease; the decision, the lease's id and its expiry. */
+Datum
+rate_limit_lease(PG_FUNCTION_ARGS)
+{
+	pg::PolicyCall call = pg::DecodePolicyCall(fcinfo, pg::kLeaseSignature);
+	pg::Policy policy = pg::LookupPolicy(call.name);
+	if (policy.lease_us <= 0)
+		pg::ReportNoLease(text_to_cstring(call.name), policy.max_held > 0);
+	pg::RequirePlaces(pg::kLeaseSignature, policy, call.name, true);
+	pg::LeaseGrant grant;
+	core::Decision decision = pg::TakePlaces(call, policy, pg::Operation::kTake, &grant);
+	return pg::LeaseDatum(fcinfo, decision, policy.limit, pg::PolicyLabel(policy, call.name),
+	                      grant.written ? &grant.id : NULL, grant.expires_at);
+}
+
+/* rate_limit_release(lease): gives the lease's places back now; false when
+ * it is not in force (unknown, expired or released; NULL, as a denied
+ * rate_limit_lease returns). */
+Datum
+rate_limit_release(PG_FUNCTION_ARGS)
+{
+	if (RecoveryInProgress())
+		pg::ReportLeaseRecovery(pg::kReleaseSignature.function);
+	if (PG_ARGISNULL(0))
+		PG_RETURN_BOOL(false);
+	pg::RequireEngine(pg::kTableEngine, pg::kReleaseSignature, true);
+	PG_RETURN_BOOL(pg::ReleaseLease(PG_GETARG_UUID_P(0)));
 }

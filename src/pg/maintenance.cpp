@@ -27,6 +27,7 @@
 #include "core/token_bucket.hpp"
 #include "pg/clock.hpp"
 #include "pg/errors.hpp"
+#include "pg/leases.hpp"
 #include "pg/fmgr_args.hpp"
 #include "pg/engine.hpp"
 #include "pg/memory_table.hpp"
@@ -296,6 +297,10 @@ rate_limit_purge(PG_FUNCTION_ARGS)
 	for (const pg::BucketEngine *engine : pg::kEngines)
 		if (engine->available())
 			purged += engine->purge(scope.name, pg::Forgettable, &scope, batches);
+	/* Then the expired leases, in one more batch. */
+	pg::BeginBatch(&run);
+	purged += pg::PurgeLeases(scope.name);
+	pg::CommitBatch(&run);
 	pg::EndBatches();
 	return pg::CountResultDatum(fcinfo, pg::kPurgeSignature, purged);
 }

@@ -30,6 +30,7 @@ extern "C" {
 #include "commands/dbcommands.h"
 #include "commands/trigger.h"
 #include "common/hashfn.h"
+#include "common/int.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "fmgr.h"
@@ -61,6 +62,7 @@ extern "C" {
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 #include "utils/typcache.h"
+#include "utils/uuid.h"
 }
 
 #include "pg/compat.hpp"

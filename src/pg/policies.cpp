@@ -297,9 +297,9 @@ ReadPolicy(text *name, Policy *policy, bool *cacheable)
 			policy->max_held = static_cast<int>(places);
 			policy->lease_us = null[kLeaseUs] ? 0 : DatumGetInt64(value[kLeaseUs]);
 			/* Restored from a dump of a version that keeps them. */
-			if (policy->engine->hold == NULL || policy->lease_us != 0)
+			if (policy->engine->hold == NULL || policy->lease_us < 0)
 				ReportStateTableAltered(kPolicyTable, TableChange::kBadValue,
-				                        policy->lease_us != 0 ? "lease_us" : "storage");
+				                        policy->lease_us < 0 ? "lease_us" : "storage");
 		}
 	}
 	systable_endscan(scan);

@@ -208,16 +208,7 @@ CheckStateTable(Relation heap)
 	                                   TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	TupleDesc desc = RelationGetDescr(heap);
 
-	if (heap->rd_rel->relkind != RELKIND_RELATION || heap->rd_rel->relam != HEAP_TABLE_AM_OID)
-		ReportStateTableAltered(kStateTable, TableChange::kNotPlainTable);
-	if (heap->trigdesc != NULL)
-		ReportStateTableAltered(kStateTable, TableChange::kTrigger,
-		                        heap->trigdesc->triggers[0].tgname);
-	if (heap->rd_rel->relrowsecurity)
-		ReportStateTableAltered(kStateTable, TableChange::kRowSecurity);
-	if (desc->constr != NULL && desc->constr->num_check > 0)
-		ReportStateTableAltered(kStateTable, TableChange::kCheckConstraint,
-		                        desc->constr->check[0].ccname);
+	CheckDirectAccess(heap, kStateTable);
 	if (desc->natts != kNatts && desc->natts != kNattsBefore030)
 		ReportStateTableAltered(kStateTable, TableChange::kColumns);
 	for (int i = 0; i < desc->natts; i++) {
@@ -1357,5 +1348,20 @@ const BucketEngine kTableEngine = {
     NULL, /* policy_written: a row judges itself by the policy at every call */
     HoldPlaces,
 };
+
+void
+CheckDirectAccess(Relation heap, const char *table)
+{
+	TupleDesc desc = RelationGetDescr(heap);
+	if (heap->rd_rel->relkind != RELKIND_RELATION || heap->rd_rel->relam != HEAP_TABLE_AM_OID)
+		ReportStateTableAltered(table, TableChange::kNotPlainTable);
+	if (heap->trigdesc != NULL)
+		ReportStateTableAltered(table, TableChange::kTrigger, heap->trigdesc->triggers[0].tgname);
+	if (heap->rd_rel->relrowsecurity)
+		ReportStateTableAltered(table, TableChange::kRowSecurity);
+	if (desc->constr != NULL && desc->constr->num_check > 0)
+		ReportStateTableAltered(table, TableChange::kCheckConstraint,
+		                        desc->constr->check[0].ccname);
+}
 
 } /* namespace ratelimit::pg */

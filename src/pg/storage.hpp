@@ -29,6 +29,11 @@ int64 BucketWaitMicros();
 /* The OID of relation `relname` in the extension's schema, or InvalidOid. */
 Oid StateRelationOid(const char *relname);
 
+/* Raises 55000 unless ratelimit.`table` (open as `heap`) is still what
+ * direct access relies on: a plain heap table with no trigger, no row-level
+ * security and no check constraint, which the direct path would bypass. */
+void CheckDirectAccess(Relation heap, const char *table);
+
 /* Another engine's place for a key the table does not hold: place(context,
  * decision) decides there and returns true, or returns false, leaving
  * *decision as it is, when it has no room for what the call stores. */

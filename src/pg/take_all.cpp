@@ -13,6 +13,7 @@
 
 #include "pg/bucket_keys.hpp"
 #include "pg/errors.hpp"
+#include "pg/leases.hpp"
 #include "pg/policies.hpp"
 
 namespace ratelimit::pg {
@@ -59,7 +60,9 @@ ResolveLimit(const LimitList &list, int i, double max_wait, LimitLabel *label, b
 		CheckRequest(limit, request, CallForm::kPolicy);
 	*label = PolicyLabel(policy, name);
 	*enforce = policy.enforce;
-	return BucketTake{name, key, limit, request, policy.engine, core::Decision{}, policy.max_held};
+	return BucketTake{
+	    name,           key, limit, request, policy.engine, core::Decision{}, policy.max_held,
+	    policy.lease_us};
 }
 
 /* qsort_arg comparator over positions into a BucketTake array. */
@@ -204,6 +207,19 @@ TakeEnforced(BucketTake *takes, int count, const bool *enforce)
 
 namespace {
 
+/* Takes (take) or counts the places of concurrency limit `hold`: held
+ * until the transaction ends, or as a lease (whose id the call does not
+ * return: it ends at its expiry, or by rate_limit_release of the id that
+ * rate_limit_lease would have given). */
+core::Decision
+PlacesDecision(const BucketTake &hold, bool take)
+{
+	const int places = static_cast<int>(hold.request.cost);
+	return hold.lease_us > 0
+	           ? LeasePlaces(hold.name, hold.key, hold.max_held, places, hold.lease_us, take, NULL)
+	           : hold.engine->hold(hold.name, hold.key, hold.max_held, places, take);
+}
+
 /* The limits of one call split by kind: buckets (into TakeEnforced) and
  * places held until the transaction ends. */
 struct MixedTake {
@@ -231,8 +247,7 @@ TakeBucketsThenHolds(void *context)
 		return true;
 	for (int h = 0; h < mixed.hold_count; h++) {
 		BucketTake &hold = mixed.holds[h];
-		hold.decision = hold.engine->hold(hold.name, hold.key, hold.max_held,
-		                                  static_cast<int>(hold.request.cost), true);
+		hold.decision = PlacesDecision(hold, true);
 		if (!hold.decision.allowed && mixed.hold_enforce[h]) {
 			mixed.denied_hold = h;
 			return false;
@@ -271,8 +286,7 @@ TakeMixed(BucketTake *takes, int count, const bool *enforce)
 	 * holds the place, for as long as it holds it. */
 	for (int h = 0; h < hold_count && mixed.denied_hold < 0; h++) {
 		BucketTake &hold = holds[h];
-		hold.decision = hold.engine->hold(hold.name, hold.key, hold.max_held,
-		                                  static_cast<int>(hold.request.cost), false);
+		hold.decision = PlacesDecision(hold, false);
 		if (!hold.decision.allowed && hold_enforce[h])
 			mixed.denied_hold = h;
 	}
@@ -283,8 +297,7 @@ TakeMixed(BucketTake *takes, int count, const bool *enforce)
 		for (int h = 0; h < hold_count; h++) {
 			BucketTake &hold = holds[h];
 			if (h != mixed.denied_hold)
-				hold.decision = hold.engine->hold(hold.name, hold.key, hold.max_held,
-				                                  static_cast<int>(hold.request.cost), false);
+				hold.decision = PlacesDecision(hold, false);
 		}
 		/* Taken, then rolled back with the places, or never taken: each
 		 * answers as it stands, without waiting for a writer (a peek at
@@ -346,18 +359,26 @@ TakeAllLimits(const LimitList &list, double max_wait, const Signature &signature
 		if (takes[b].engine != takes[0].engine)
 			ReportMixedStorage(text_to_cstring(takes[0].name), takes[0].engine->holds,
 			                   text_to_cstring(takes[b].name), takes[b].engine->holds);
-	text *held = NULL; /* the first limit that holds places, if any */
+	text *held = NULL; /* the first limit that holds places until the transaction ends */
 	bool takes_tokens = false;
+	bool leases = false;
+	bool holds_places = false;
 	for (int b = 0; b < buckets; b++) {
-		if (takes[b].max_held > 0 && held == NULL)
+		if (takes[b].max_held > 0 && takes[b].lease_us == 0 && held == NULL)
 			held = takes[b].name;
+		leases = leases || (takes[b].max_held > 0 && takes[b].lease_us > 0);
+		holds_places = holds_places || takes[b].max_held > 0;
 		takes_tokens = takes_tokens || takes[b].max_held == 0;
 	}
-	const bool holds_places = held != NULL;
-	if (holds_places)
+	if (leases && RecoveryInProgress())
+		ReportLeaseRecovery(signature.function);
+	if (held != NULL)
 		RequireHolds(signature, held, true);
 	if (takes_tokens)
 		RequireEngine(*takes[0].engine, signature, true);
+	/* Leases are kept in the table, whichever the storage. */
+	if (leases)
+		RequireEngine(kTableEngine, signature, true);
 	/* A bucket's limits are one policy's: enforced or report-only alike. */
 	bool *enforce = static_cast<bool *>(palloc(sizeof(bool) * buckets));
 	for (int i = 0; i < count; i++)

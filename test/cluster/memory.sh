@@ -729,13 +729,19 @@ else
 fi
 
 # A dump of memory policies restores all the same: pg_restore writes the
-# rows, which the memory engine does not refuse.
+# rows, which the memory engine does not refuse.  A lease is state, as a
+# bucket is: its policy is dumped, the lease is not.
+q -c "SELECT name FROM rate_limit_define_concurrency('leased', 2, lease => '1 hour')" \
+  -c "SELECT allowed FROM rate_limit_lease('leased', 'k')" >/dev/null
 pg_dump -Fc -f "$RL_CLUSTER_DIR/policies.dump" postgres
 q -c "CREATE DATABASE restored"
 rl_expect "pg_restore of a database with memory policies" \
     pg_restore --exit-on-error -d restored "$RL_CLUSTER_DIR/policies.dump"
 policies="SELECT string_agg(name || ' ' || per || ' ' || storage, ', ' ORDER BY name) FROM ratelimit.policies"
 rl_expect_value "the restored policies" "$(q -c "$policies")" "$policies" -d restored
+rl_expect_value "the restored database has the lease policy, not its lease" "0|t|1" \
+    "SELECT (SELECT count(*) FROM ratelimit.leases), allowed, remaining FROM rate_limit_lease('leased', 'k')" -d restored
+q -c "SELECT rate_limit_drop('leased')" -c "DELETE FROM ratelimit.leases WHERE name = 'leased'" >/dev/null
 
 # The contract, every policy in the memory engine (make installcheck-memory),
 # on a server that preloads the library again, with room for 10,000

@@ -184,6 +184,26 @@ rl_expect_value "concurrency limit: a routed check answers, every place free" "t
 rl_expect_sqlstate "concurrency limit: a routed take_all is refused" 25P01 \
     "SELECT * FROM rate_limit_take_all(ARRAY['held'], ARRAY['k1'])"
 
+# A lease is taken on the partition of (name, key) and committed there with
+# the call: it outlives the caller's rollback on the router, and a release
+# through the router (tried on every partition) gives it back once.
+for n in 1 2; do
+    q -c "SELECT name FROM rate_limit_define_concurrency('leased', 1, lease => '1 hour')" \
+        -h "$RL_CLUSTER_DIR/part$n" -p "${PART_PORT[$n]}" >/dev/null
+done
+lease=$(q -c "BEGIN" -c "SELECT lease FROM rate_limit_lease('leased', 'k1')" -c "ROLLBACK")
+rl_expect_value "lease: routed, granted with an id" "t" "SELECT '$lease'::uuid IS NOT NULL"
+rl_expect_value "lease: the caller's rollback does not give it back" "f|0|t" \
+    "SELECT allowed, remaining, retry_after > 0 FROM rate_limit_lease('leased', 'k1')"
+rl_expect_value "lease: a take of a lease policy is routed too (no 25P01)" "f" \
+    "SELECT allowed FROM rate_limit_take('leased', 'k1')"
+rl_expect_value "lease: released through the router, once" "t|f" \
+    "SELECT rate_limit_release('$lease'), rate_limit_release('$lease')"
+rl_expect_value "lease: its place is free again" "t|1" \
+    "SELECT allowed, remaining FROM rate_limit_check('leased', 'k1', 0)"
+rl_expect_value "lease: headers of a routed lease" '"leased";q=1|"leased";r=0;t=3600' \
+    "SELECT h.ratelimit_policy, h.ratelimit FROM rate_limit_lease('leased', 'k1') AS d, rate_limit_headers(d) AS h"
+
 # take_all: within one partition it is routed; across two it is refused,
 # and nothing is taken.
 same=$(q -c "SELECT 'k' || g FROM generate_series(100, 400) AS g
@@ -279,6 +299,8 @@ declare -A ROUTED=(
     ['rate_limit_drop(text)']="rate_limit_drop('granted')"
     ['rate_limit_buckets(text)']="rate_limit_buckets('api')"
     ['rate_limit_take_all(text[],text[],double precision[],interval)']="rate_limit_take_all(ARRAY['api', 'api'], ARRAY['k1', '$same'])"
+    ['rate_limit_lease(text,text,double precision)']="rate_limit_lease('leased', 'g1')"
+    ['rate_limit_release(uuid)']="rate_limit_release('00000000-0000-4000-8000-000000000000')"
 )
 # Every function of the router that calls a partition is in the list.
 rl_expect_value "grants: every routed function is checked" \

@@ -28,8 +28,9 @@ mkdir -p "$work"
 # What only the native extension has: the take counters, and the memory
 # engine's, live in the C module's shared memory (README, "what differs").
 NATIVE_ONLY='rate_limit_stats rate_limit_stats_info rate_limit_stats_reset rate_limit_memory_stats'
-# What only the router has: the hash that places a bucket.
-ROUTER_ONLY='rate_limit_route_hash'
+# What only the router has: the hash that places a bucket, and the release
+# of a lease on every partition.
+ROUTER_ONLY='rate_limit_route_hash rl_release_everywhere'
 
 for db in native portable portable_psql router; do
     q -c "CREATE DATABASE $db"

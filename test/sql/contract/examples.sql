@@ -164,6 +164,22 @@ SELECT count(*) FILTER (WHERE allowed) AS within_59_seconds
 SET ratelimit.fixed_clock = 6061;
 SELECT count(*) FILTER (WHERE allowed) AS at_61_seconds
   FROM generate_series(1, 20) AS g, LATERAL rate_limit_take('at-most-ten-a-minute', 'client:9', 1 + 0 * g);
+
+-- Example 9: leases, for work after the transaction (the leases' example).
+SET ratelimit.fixed_clock = 7000;
+SELECT name, lease FROM rate_limit_define_concurrency('llm-calls', 2, lease => '30 seconds');
+CREATE TEMP TABLE jobs (id int PRIMARY KEY, lease uuid);
+-- per request, in its transaction: a place for the call, kept with the job
+INSERT INTO jobs SELECT 1, lease FROM rate_limit_lease('llm-calls', 'team:7');
+INSERT INTO jobs SELECT 2, lease FROM rate_limit_lease('llm-calls', 'team:7');
+SELECT allowed, remaining, retry_after FROM rate_limit_lease('llm-calls', 'team:7');
+--  f | 0 | 30       (both places leased: the first comes back in 30 s at the latest)
+-- ... the calls, after COMMIT, in workers; job 1's worker then releases its place:
+SELECT rate_limit_release(lease) FROM jobs WHERE id = 1;     -- t (f once released or expired)
+SELECT allowed, remaining FROM rate_limit_check('llm-calls', 'team:7');       -- t | 0
+-- job 2's worker died: its place comes back when its lease expires, with no sweeper
+SET ratelimit.fixed_clock = 7030;
+SELECT allowed, remaining FROM rate_limit_check('llm-calls', 'team:7', 0);
 SET ratelimit.fixed_clock = 1180;
 
 -- The headers example of the reference.

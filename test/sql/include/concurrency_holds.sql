@@ -112,7 +112,6 @@ SELECT pg_temp.error_of($$SELECT rate_limit_define_concurrency('c', 0)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_define_concurrency('c', 1001)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_define_concurrency('', 1)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_define_concurrency('c', 1, lease => '0 seconds')$$);
-SELECT pg_temp.error_of($$SELECT rate_limit_define_concurrency('c', 1, lease => '5 minutes')$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_define_concurrency('c', 1, storage => 'disk')$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_define_concurrency('c', 1, enforce => NULL)$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_take('exports', 'tenant:7', 1.5)$$);
