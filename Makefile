@@ -10,6 +10,7 @@ OBJS = \
 	src/core/escrow.o \
 	src/core/operation.o \
 	src/core/shards.o \
+	src/core/sliding_window.o \
 	src/core/token_bucket.o \
 	src/pg/bucket_keys.o \
 	src/pg/clock.o \

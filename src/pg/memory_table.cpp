@@ -475,7 +475,11 @@ struct SavedBucket {
 	bool kept;
 	double start_tokens; /* what a new key starts with under its limit */
 	SavedLimit limit;
-	core::Bucket bucket;
+	/* core::Bucket's fields of a token bucket (a sliding window's are not
+	 * saved: see WorthSaving) */
+	double tokens;
+	int64 stamp_us;
+	int64 blocked_until_us;
 };
 
 /* The file's header. */
@@ -524,7 +528,9 @@ SavedOf(MemoryTable *table, Slot &slot)
 	saved.start_tokens = core::StartTokens(limit);
 	saved.limit = SavedLimit{limit.rate,     limit.burst,      limit.window_us,
 	                         limit.phase_us, limit.floor_rate, limit.penalty_us};
-	saved.bucket = escrow.bucket;
+	saved.tokens = escrow.bucket.tokens;
+	saved.stamp_us = escrow.bucket.stamp_us;
+	saved.blocked_until_us = escrow.bucket.blocked_until_us;
 	return saved;
 }
 
@@ -546,7 +552,10 @@ LimitOf(const SavedBucket &saved)
 bool
 WorthSaving(MemoryTable *table, Slot &slot, TimestampTz now)
 {
-	return slot.used && !slot.absent && !Evictable(table, slot, now);
+	/* A sliding window's previous count has no place in the file: its
+	 * buckets start afresh, as after a crash. */
+	return slot.used && !slot.absent && !Evictable(table, slot, now) &&
+	       !EscrowOf(table, slot).limit.sliding;
 }
 
 /* Whether the server's last shutdown was clean: the control file says so
@@ -714,8 +723,11 @@ LoadSavedBuckets(MemoryTable *table)
 		         PolicyOf(table, saved.database, text, saved.name_bytes), id, text_at);
 		slot.kept = saved.kept;
 		slot.kept_by = 0;
-		const Stored stored =
-		    StoreEscrow(table, slot, core::SettledEscrow(saved.bucket, limit), true);
+		const Stored stored = StoreEscrow(
+		    table, slot,
+		    core::SettledEscrow(core::Bucket{saved.tokens, saved.stamp_us, saved.blocked_until_us},
+		                        limit),
+		    true);
 		Assert(stored == Stored::kStored);
 		(void)stored;
 		ReleaseLimit(table, pin);

@@ -61,7 +61,8 @@ constexpr uint32 kNoLimit = 0;
 /* A bucket: its identity, its policy, its kept mark and its escrow
  * (core::EscrowState, as EscrowOf reads and StoreEscrow writes it: the
  * limits by number, the counters of open records in 32 bits, which
- * StoreEscrow enforces).  120 bytes. */
+ * StoreEscrow enforces).  128 bytes (120 before Bucket gained a sliding window's
+ * previous count). */
 struct Slot {
 	core::Bucket bucket; /* as committed (see absent and unsettled) */
 	double pending;      /* costs of takes not yet committed */
@@ -89,7 +90,7 @@ struct Slot {
 	char text[kInlineBytes]; /* the name, then the key, if they fit; else a LongText */
 };
 
-static_assert(sizeof(Slot) == 120, "a slot takes 120 bytes");
+static_assert(sizeof(Slot) == 128, "a slot takes 128 bytes");
 static_assert(kMaxNameBytes < (1 << 9) && kMaxKeyBytes < (1 << 11), "lengths fit a slot");
 
 /* A distinct limit that slots name (`refs` of them, counting each slot's
