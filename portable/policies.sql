@@ -45,6 +45,7 @@ COMMENT ON TABLE rl_policy_changes IS
 -- the native extension has them.
 \ir ../sql/src/define.sql
 \ir ../sql/src/define_concurrency.sql
+\ir ../sql/src/define_sliding.sql
 \ir ../sql/src/policies_view.sql
 
 \ir policy_lookup.sql

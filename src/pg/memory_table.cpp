@@ -305,7 +305,7 @@ ImageOf(const core::Limit &limit, bool key_phase)
 		memcpy(&image.words[3], &limit.phase_us, sizeof(int64));
 	memcpy(&image.words[4], &limit.floor_rate, sizeof(double));
 	memcpy(&image.words[5], &limit.penalty_us, sizeof(int64));
-	image.words[6] = (limit.has_initial ? 1 : 0) | (key_phase ? 2 : 0);
+	image.words[6] = (limit.has_initial ? 1 : 0) | (key_phase ? 2 : 0) | (limit.sliding ? 4 : 0);
 	memcpy(&image.words[7], &limit.initial, sizeof(double));
 	return image;
 }
@@ -328,9 +328,9 @@ struct KeyText {
 LimitImage
 ImageFor(const core::Limit &limit, const KeyText &key)
 {
-	const bool key_phase =
-	    limit.window_us > 0 && limit.phase_us == KeyPhase(key.name, key.name_bytes, key.key,
-	                                                      key.key_bytes, limit.window_us);
+	const bool key_phase = limit.window_us > 0 && !limit.sliding &&
+	                       limit.phase_us == KeyPhase(key.name, key.name_bytes, key.key,
+	                                                  key.key_bytes, limit.window_us);
 	return ImageOf(limit, key_phase);
 }
 
@@ -391,6 +391,7 @@ AcquireLimit(MemoryTable *table, const LimitImage &image, bool for_new)
 			entry.limit.has_initial = (image.words[6] & 1) != 0;
 			memcpy(&entry.limit.initial, &image.words[7], sizeof(double));
 			entry.key_phase = (image.words[6] & 2) != 0;
+			entry.limit.sliding = (image.words[6] & 4) != 0;
 			entry.refs = 0;
 			entry.next = heads[chain];
 			heads[chain] = static_cast<uint16>(id);

@@ -113,9 +113,12 @@ constexpr AttrNumber kAttTokens = 3;
 constexpr AttrNumber kAttStamp = 4;
 constexpr AttrNumber kAttFullAt = 5;       /* from 0.3.0 */
 constexpr AttrNumber kAttBlockedUntil = 6; /* from 0.3.0 */
-constexpr int kNatts = 6;
-/* A database not yet updated from 0.2.0 or before has no full_at. */
+constexpr AttrNumber kAttPrevious = 7;     /* from 0.4.0 */
+constexpr int kNatts = 7;
+/* A database not yet updated from 0.2.0 or before has no full_at, one not
+ * yet updated from 0.3.0 no previous (and no sliding window). */
 constexpr int kNattsBefore030 = 4;
+constexpr int kNattsBefore040 = 6;
 
 /* Advisory lock class (LOCKTAG field4) private to the extension: "RL". */
 constexpr uint16 kNewKeyLockClass = 0x524C;
@@ -204,8 +207,8 @@ InvalidateStateRelations(Datum, Oid relid)
 List *
 CheckStateTable(Relation heap)
 {
-	static const Oid kTypes[kNatts] = {TEXTOID,        TEXTOID,        FLOAT8OID,
-	                                   TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	static const Oid kTypes[kNatts] = {TEXTOID,        TEXTOID,        FLOAT8OID, TIMESTAMPTZOID,
+	                                   TIMESTAMPTZOID, TIMESTAMPTZOID, FLOAT8OID};
 	TupleDesc desc = RelationGetDescr(heap);
 
 	if (heap->rd_rel->relkind != RELKIND_RELATION || heap->rd_rel->relam != HEAP_TABLE_AM_OID)
@@ -218,7 +221,7 @@ CheckStateTable(Relation heap)
 	if (desc->constr != NULL && desc->constr->num_check > 0)
 		ReportStateTableAltered(kStateTable, TableChange::kCheckConstraint,
 		                        desc->constr->check[0].ccname);
-	if (desc->natts != kNatts && desc->natts != kNattsBefore030)
+	if (desc->natts != kNatts && desc->natts != kNattsBefore040 && desc->natts != kNattsBefore030)
 		ReportStateTableAltered(kStateTable, TableChange::kColumns);
 	for (int i = 0; i < desc->natts; i++) {
 		Form_pg_attribute att = TupleDescAttr(desc, i);
@@ -625,7 +628,11 @@ ReadBucket(TupleTableSlot *slot)
 	TimestampTz blocked = slot->tts_tupleDescriptor->natts >= kAttBlockedUntil
 	                          ? DatumGetTimestampTz(slot_getattr(slot, kAttBlockedUntil, &isnull))
 	                          : core::kNotBlocked;
-	return core::Bucket{tokens, stamp, blocked};
+	/* Before 0.4.0 no sliding window: nothing before. */
+	double previous = slot->tts_tupleDescriptor->natts >= kAttPrevious
+	                      ? DatumGetFloat8(slot_getattr(slot, kAttPrevious, &isnull))
+	                      : 0.0;
+	return core::Bucket{tokens, stamp, blocked, previous};
 }
 
 /* The whole row in `slot`; full_at is unknown (DT_NOEND) in a database not
@@ -661,8 +668,9 @@ FormBucketTuple(Relation heap, text *name, text *key, const core::Decision &deci
 	                        Float8GetDatum(decision.next.tokens),
 	                        TimestampTzGetDatum(decision.next.stamp_us),
 	                        TimestampTzGetDatum(StorableTime(core::FullAtMicros(decision, now))),
-	                        TimestampTzGetDatum(StorableTime(decision.next.blocked_until_us))};
-	bool nulls[kNatts] = {false, false, false, false, false, false};
+	                        TimestampTzGetDatum(StorableTime(decision.next.blocked_until_us)),
+	                        Float8GetDatum(decision.next.previous)};
+	bool nulls[kNatts] = {false, false, false, false, false, false, false};
 	/* Forms as many columns as the table has (CheckStateTable). */
 	return heap_form_tuple(RelationGetDescr(heap), values, nulls);
 }
