@@ -40,6 +40,7 @@ COMMENT ON TABLE rl_policy_changes IS
 
 \ir memory_engine.sql
 \ir concurrency.sql
+\ir sliding.sql
 
 -- rate_limit_define, rate_limit_drop and the view rate_limit_policies, as
 -- the native extension has them.

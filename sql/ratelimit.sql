@@ -157,6 +157,7 @@ REVOKE ALL ON FUNCTION ratelimit.require_memory_engine() FROM PUBLIC;
 
 \ir concurrency.sql
 \ir src/define_concurrency.sql
+\ir sliding.sql
 \ir src/define_sliding.sql
 
 \ir src/policies_view.sql

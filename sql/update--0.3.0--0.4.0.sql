@@ -22,6 +22,8 @@
 -- previous of ratelimit.buckets).
 \ir concurrency.sql
 --upgrade: REVOKE ALL ON FUNCTION ratelimit.require_concurrency(text, interval) FROM PUBLIC;
+\ir sliding.sql
+--upgrade: REVOKE ALL ON FUNCTION ratelimit.require_sliding(text) FROM PUBLIC;
 \ir src/enforce_upgrade.sql
 -- Sliding windows (rate_limit_define_sliding_window, the kind 'sliding')
 -- keep the count of the window before in each bucket's row.

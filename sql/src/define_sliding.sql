@@ -6,7 +6,9 @@
 -- the policy table beside the token buckets (one name, one policy): kind
 -- 'sliding', rate and burst max_count, per the window, every other bucket
 -- option at its default (policies_kind_check).  Windows are aligned on
--- multiples of the window since the Unix epoch.
+-- multiples of the window since the Unix epoch.  The body calls
+-- @rl@require_sliding(storage), which raises the error of a target that
+-- does not keep sliding windows (yet).
 
 \ir limits.sql
 CREATE FUNCTION :"rl_schema".rate_limit_define_sliding_window(
@@ -69,6 +71,7 @@ BEGIN
                   DETAIL = 'enforce chooses between refusing what the policy denies and only reporting it.',
                   HINT = 'Pass true (the default) to refuse, false to grant every call and count what would be denied.';
     END IF;
+    PERFORM @rl@require_sliding($4);
     IF $4 OPERATOR(pg_catalog.=) 'memory' THEN
         PERFORM @rl@require_memory_engine();
     END IF;

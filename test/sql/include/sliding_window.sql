@@ -1,14 +1,12 @@
---
--- Sliding windows (rate_limit_define_sliding_window): at most max_count in
--- any window, estimated as previous * (1 - (t - s) / W) + current, windows
--- aligned on multiples of W since the Unix epoch (the fixed clock counts
--- from it: 1000 s is a boundary of 10 s windows).  A denial writes nothing.
--- Run by every limiter (native table, memory engine, portable); the
--- differential test test/sql/native/portable_sliding.sql compares random
--- calls.
---
-\i test/sql/include/error_of.sql
-\set SHOW_CONTEXT never
+-- test/sql/include/sliding_window.sql: included by regression tests (\i)
+-- after error_of.sql: sliding windows (rate_limit_define_sliding_window),
+-- at most max_count in any window, estimated as
+-- previous * (1 - (t - s) / W) + current, windows aligned on multiples of W
+-- since the Unix epoch (the fixed clock counts from it: 1000 s is a
+-- boundary of 10 s windows).  A denial writes nothing.  Run by the table
+-- engine (test/sql/native/sliding_window.sql) and the memory engine
+-- (test/sql/memory/memory_sliding_window.sql), with the same answers.
+-- Leaves policies "sw" (report-only) and "sw-bucket" defined.
 SET ratelimit.fixed_clock = 1000;
 SELECT name, rate, per, burst, initial, jitter, fixed_window, window_start, floor_rate, shards,
        max_reserved, penalty, enforce, kind, lease
@@ -104,5 +102,4 @@ SET ratelimit.fixed_clock = 1120;
 CALL rate_limit_purge('sw');
 SELECT count(*) FROM rate_limit_buckets('sw') WHERE key = 'mix';
 
-SELECT rate_limit_drop('sw'), rate_limit_drop('sw-bucket');
 RESET ratelimit.fixed_clock;
