@@ -164,6 +164,18 @@ SELECT count(*) FILTER (WHERE allowed) AS within_59_seconds
 SET ratelimit.fixed_clock = 6061;
 SELECT count(*) FILTER (WHERE allowed) AS at_61_seconds
   FROM generate_series(1, 20) AS g, LATERAL rate_limit_take('at-most-ten-a-minute', 'client:9', 1 + 0 * g);
+
+-- Example 9: at most N in any window W, as a sliding window: exact in each
+-- aligned minute, approximate across two.  Ten at the last second of a
+-- minute, then five more halfway through the next: 15 within 51 seconds.
+SET ratelimit.fixed_clock = 6159;
+SELECT name FROM rate_limit_define_sliding_window('ten-in-a-minute', 10, '1 minute');
+SELECT count(*) FILTER (WHERE allowed) AS at_once
+  FROM generate_series(1, 20) AS g, LATERAL rate_limit_take('ten-in-a-minute', 'client:9', 1 + 0 * g);
+SET ratelimit.fixed_clock = 6210;
+SELECT count(*) FILTER (WHERE allowed) AS halfway_through_the_next_minute
+  FROM generate_series(1, 20) AS g, LATERAL rate_limit_take('ten-in-a-minute', 'client:9', 1 + 0 * g);
+SELECT allowed, remaining, retry_after, reset_after FROM rate_limit_take('ten-in-a-minute', 'client:9');
 SET ratelimit.fixed_clock = 1180;
 
 -- The headers example of the reference.
