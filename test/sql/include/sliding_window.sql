@@ -85,6 +85,29 @@ SELECT allowed, retry_after, binding_name, remaining
 SELECT allowed, remaining FROM rate_limit_check('sw-bucket', 'mix', 0);
 SELECT allowed, remaining FROM rate_limit_check('sw', 'mix', 0);
 
+-- With a concurrency limit too, in a transaction: all three or none.  The
+-- window is full (5 of 5 at 1100): denied, no token, no place held.
+SELECT name FROM rate_limit_define_concurrency('sw-held', 1);
+BEGIN;
+SELECT allowed, binding_name, remaining
+  FROM rate_limit_take_all(ARRAY['sw-bucket', 'sw', 'sw-held'], ARRAY['mix', 'mix', 'mix']);
+SELECT allowed, remaining FROM rate_limit_check('sw-held', 'mix', 0);
+SELECT allowed, remaining FROM rate_limit_check('sw-bucket', 'mix', 0);
+COMMIT;
+-- 2 s into the next window one fits (5 * 0.8 + 1 = 5): all three granted,
+-- the place held until the transaction ends.
+SET ratelimit.fixed_clock = 1112;
+BEGIN;
+SELECT allowed, binding_name, remaining
+  FROM rate_limit_take_all(ARRAY['sw-bucket', 'sw', 'sw-held'], ARRAY['mix', 'mix', 'mix']);
+SELECT allowed, remaining FROM rate_limit_check('sw-held', 'mix', 0);
+ROLLBACK;
+-- Rolled back: the window's unit, the token and the place are all back.
+SELECT allowed, remaining FROM rate_limit_check('sw', 'mix', 0);
+SELECT allowed, remaining FROM rate_limit_check('sw-bucket', 'mix', 0);
+SELECT rate_limit_drop('sw-held');
+SET ratelimit.fixed_clock = 1100;
+
 -- Report-only: a would-be denial is allowed with the denial's numbers and
 -- takes nothing.
 SELECT name, enforce FROM rate_limit_define_sliding_window('sw', 5, '10 seconds', enforce => false);
