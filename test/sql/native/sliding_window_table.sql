@@ -28,6 +28,16 @@ SELECT name FROM rate_limit_define('tb', 2, '1 second');
 SELECT allowed FROM rate_limit_take('tb', 'k');
 SELECT key, tokens, previous FROM ratelimit.buckets WHERE name = 'tb';
 
+-- Defined again as a token bucket, the key keeps its row: the window's
+-- room (tokens) is the bucket's balance, which refills from last_refill;
+-- defined a sliding window again, the balance is the window's room.
+SELECT name, kind FROM rate_limit_define('sw', 5, '10 seconds');
+SELECT allowed, remaining FROM rate_limit_check('sw', 'k', 0);
+SELECT allowed, remaining FROM rate_limit_take('sw', 'k', 4);
+SELECT key, tokens, previous FROM ratelimit.buckets WHERE name = 'sw';
+SELECT name, kind FROM rate_limit_define_sliding_window('sw', 5, '10 seconds');
+SELECT allowed, remaining FROM rate_limit_check('sw', 'k', 0);
+
 -- The constraint: rate equal to burst, every bucket option at its default.
 SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET rate = 4 WHERE name = 'sw'$$);
 SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET fixed_window = true WHERE name = 'sw'$$);
