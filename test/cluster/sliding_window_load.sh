@@ -10,7 +10,9 @@
 # reading ratelimit.buckets itself at serializable would take predicate
 # locks the limiter's own writes then conflict with).  Checks: no failed
 # transaction (no 40001, 23505 or 40P01), never more than 40 grants in one
-# aligned window, and under this overload grants in at least 3 windows.
+# aligned window, under this overload grants in at least 3 windows, and
+# rate_limit_stats counting every take: grants and denials add up to the
+# transactions run, its grants no fewer than the committed ones.
 # Starts and stops its own cluster.
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/lib.sh"
@@ -20,7 +22,8 @@ MAX_COUNT=40
 WINDOW_US=1000000
 
 rl_require_install
-cluster_start
+# Preloaded, for the take counters (rate_limit_stats) before PostgreSQL 17.
+RL_CLUSTER_CONF="shared_preload_libraries = 'ratelimit'" cluster_start
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
 CREATE EXTENSION ratelimit;
 SELECT rate_limit_define_sliding_window('sw', $MAX_COUNT, '$WINDOW_US microseconds');
@@ -63,6 +66,13 @@ for level in 'read committed' 'repeatable read' 'serializable'; do
     rl_check "$transactions > 0" "$level: no transaction ran"
     rl_check "$most <= $MAX_COUNT" "$level: $most grants in one aligned window, above $MAX_COUNT"
     rl_check "$windows >= 3" "$level: grants in only $windows windows"
+    read -r stats_grants stats_denials < <(psql -X -A -t -F ' ' -c \
+        "SELECT grants, denials FROM rate_limit_stats WHERE name = 'sw'")
+    printf 'sliding_window_load: %s rate_limit_stats grants=%s denials=%s\n' "$level" "$stats_grants" "$stats_denials"
+    rl_check "$stats_grants + $stats_denials == $transactions" \
+        "$level: rate_limit_stats counted $stats_grants grants and $stats_denials denials for $transactions takes"
+    rl_check "$stats_grants >= $grants" "$level: rate_limit_stats counted $stats_grants grants, fewer than the $grants committed"
+    psql -X -q -v ON_ERROR_STOP=1 -c "SELECT rate_limit_stats_reset('sw')" >/dev/null
     psql -X -q -v ON_ERROR_STOP=1 -c "SELECT rate_limit_reset('sw', 'k')" >/dev/null
 done
 rl_verdict sliding_window_load
