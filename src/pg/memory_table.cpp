@@ -834,14 +834,36 @@ TextOf(MemoryTable *table, Slot &slot)
 	return ChunkAt(table, LongTextOf(slot).text_at);
 }
 
+/* `stored` as a slot keeps it under `limit` (SlotBucket). */
+SlotBucket
+SlotBucketOf(const core::Bucket &stored, const core::Limit &limit)
+{
+	SlotBucket b{stored.tokens, stored.stamp_us, stored.blocked_until_us};
+	if (limit.sliding)
+		memcpy(&b.box_or_previous, &stored.previous, sizeof(double));
+	return b;
+}
+
+/* The bucket `slot` keeps under `limit`, its last recorded call's. */
+core::Bucket
+BucketOf(const SlotBucket &kept, const core::Limit &limit)
+{
+	core::Bucket b{kept.tokens, kept.stamp_us, kept.box_or_previous};
+	if (limit.sliding) {
+		b.blocked_until_us = core::kNotBlocked;
+		memcpy(&b.previous, &kept.box_or_previous, sizeof(double));
+	}
+	return b;
+}
+
 core::EscrowState
 EscrowOf(MemoryTable *table, Slot &slot)
 {
 	const KeyText key = KeyTextOf(table, slot);
 	core::EscrowState state{};
-	state.bucket = slot.bucket;
-	state.pending = slot.pending;
 	state.limit = LimitAt(table, slot.limit, key);
+	state.bucket = BucketOf(slot.bucket, state.limit);
+	state.pending = slot.pending;
 	state.prior_limit = slot.prior_holds > 0 ? LimitAt(table, slot.prior_limit, key) : state.limit;
 	state.holds = slot.holds;
 	state.prior_holds = slot.prior_holds;
@@ -889,7 +911,7 @@ StoreEscrow(MemoryTable *table, Slot &slot, const core::EscrowState &state, bool
 		ReleaseLimit(table, slot.prior_limit);
 	slot.limit = limit;
 	slot.prior_limit = prior;
-	slot.bucket = state.bucket;
+	slot.bucket = SlotBucketOf(state.bucket, state.limit);
 	slot.pending = state.pending;
 	slot.holds = static_cast<uint32>(state.holds);
 	slot.prior_holds = static_cast<uint32>(state.prior_holds);
