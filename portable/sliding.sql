@@ -3,7 +3,8 @@
 -- rate_limit_define_sliding_window's check of what this target keeps: the
 -- portable limiter does not count sliding windows yet (its algebra,
 -- portable/core.sql, is the token bucket's), so it refuses to define one
--- rather than decide it as a bucket.
+-- rather than decide it as a bucket; a take, check, refund or take_all of
+-- one (a policy restored from the native extension) raises the same.
 CREATE FUNCTION rl_require_sliding(storage text) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
