@@ -10,6 +10,7 @@ OBJS = \
 	src/core/escrow.o \
 	src/core/operation.o \
 	src/core/shards.o \
+	src/core/sliding_window.o \
 	src/core/token_bucket.o \
 	src/pg/bucket_keys.o \
 	src/pg/clock.o \
@@ -46,7 +47,7 @@ DATA_built = $(NATIVE_SCRIPT) $(PORTABLE_SCRIPT) $(NATIVE_UPGRADES) $(PORTABLE_U
 DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql portable/ratelimit_portable--*.sql)) \
 	ratelimit_portable.control
 SQL_SOURCES = $(wildcard sql/src/*.sql) scripts/sql-script
-NATIVE_SOURCES = sql/names.sql sql/memory_stats.sql sql/concurrency.sql $(SQL_SOURCES)
+NATIVE_SOURCES = sql/names.sql sql/memory_stats.sql sql/concurrency.sql sql/sliding.sql $(SQL_SOURCES)
 PORTABLE_SOURCES = $(filter-out portable/ratelimit_portable--%,$(wildcard portable/*.sql)) $(SQL_SOURCES)
 PGFILEDESC = "ratelimit - transactional rate limiter"
 
@@ -138,14 +139,14 @@ overlaid_run = rm -rf output_$(1) && mkdir -p output_$(1)/input $(addprefix outp
 # CONTEXT lines: the portable limiter's errors are raised in PL/pgSQL.
 installcheck-portable: $(PORTABLE_SCRIPT)
 	$(call overlaid_run,portable,portable/portable_setup portable/portable_maintenance portable/portable_yugabytedb \
-		portable/portable_concurrency_holds portable/portable_concurrency_leases,\
+		portable/portable_concurrency_holds portable/portable_concurrency_leases portable/portable_sliding_window,\
 		--launcher=$(CURDIR)/test/portable/psql-launcher)
 
 # Every policy's buckets in the memory engine where it can hold them:
 # memory_setup first.  Before PostgreSQL 17 the server must preload the
 # library (test/cluster/memory.sh runs this on such a server).
 installcheck-memory:
-	$(call overlaid_run,memory,memory/memory_setup memory/memory_concurrency_holds memory/memory_concurrency_leases,--load-extension=$(EXTENSION))
+	$(call overlaid_run,memory,memory/memory_setup memory/memory_concurrency_holds memory/memory_concurrency_leases memory/memory_sliding_window,--load-extension=$(EXTENSION))
 
 # Tests of what older servers lack: GRANT SET ON PARAMETER is 15's.
 REGRESS_SINCE_15 = native/fixed_clock_grant

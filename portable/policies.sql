@@ -40,11 +40,13 @@ COMMENT ON TABLE rl_policy_changes IS
 
 \ir memory_engine.sql
 \ir concurrency.sql
+\ir sliding.sql
 
 -- rate_limit_define, rate_limit_drop and the view rate_limit_policies, as
 -- the native extension has them.
 \ir ../sql/src/define.sql
 \ir ../sql/src/define_concurrency.sql
+\ir ../sql/src/define_sliding.sql
 \ir ../sql/src/policies_view.sql
 
 \ir policy_lookup.sql

@@ -36,6 +36,10 @@ BEGIN
     IF p.kind OPERATOR(pg_catalog.=) 'concurrency'::pg_catalog.text THEN
         RETURN @extschema@.rl_hold_call(function_name, p, p_name, p_key, cost, op);
     END IF;
+    -- A sliding window (restored from the native extension): not kept here.
+    IF p.kind OPERATOR(pg_catalog.=) 'sliding'::pg_catalog.text THEN
+        PERFORM @extschema@.rl_require_sliding(p.storage);
+    END IF;
     l := @extschema@.rl_policy_limit(p, p_name, p_key);
     r := @extschema@.rl_policy_request(p, cost, max_wait);
     PERFORM @extschema@.rl_check_request(l, r, 'policy'::pg_catalog.text, l.rate);

@@ -26,6 +26,10 @@ BEGIN
     IF p.kind OPERATOR(pg_catalog.=) 'concurrency'::pg_catalog.text THEN
         PERFORM @extschema@.rl_report_concurrency_refund($1, p.lease_us IS NOT NULL);
     END IF;
+    -- A sliding window (restored from the native extension): not kept here.
+    IF p.kind OPERATOR(pg_catalog.=) 'sliding'::pg_catalog.text THEN
+        PERFORM @extschema@.rl_require_sliding(p.storage);
+    END IF;
     PERFORM @extschema@.rl_require_writable('rate_limit_refund');
     l := @extschema@.rl_policy_limit(p, $1, $2);
     IF p.shards > 1 THEN

@@ -72,6 +72,7 @@ BEGIN
                    AND b.key OPERATOR(pg_catalog.=) $2
                    AND (p.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid OR p.xmax OPERATOR(pg_catalog.=) p.xmin)
                    AND p.shards OPERATOR(pg_catalog.=) 1 AND NOT p.fixed_window
+                   AND p.kind OPERATOR(pg_catalog.<>) 'sliding'::pg_catalog.text
                    AND p.floor_per_second OPERATOR(pg_catalog.=) '0'::pg_catalog.float8
                    AND coalesce(p.penalty_us, '0'::bigint) OPERATOR(pg_catalog.=) '0'::bigint;
             ELSE

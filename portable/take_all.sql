@@ -129,6 +129,10 @@ BEGIN
     FOR i IN 1..count LOOP
         PERFORM @extschema@.rl_check_name_and_key(names[i], keys[i]);
         p := @extschema@.rl_policy(names[i]);
+        -- A sliding window (restored from the native extension): not kept here.
+        IF p.kind OPERATOR(pg_catalog.=) 'sliding'::pg_catalog.text THEN
+            PERFORM @extschema@.rl_require_sliding(p.storage);
+        END IF;
         IF p.shards > 1 THEN
             PERFORM @extschema@.rl_report_sharded_take_all(names[i]);
         END IF;

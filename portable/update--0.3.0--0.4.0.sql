@@ -18,6 +18,7 @@ DROP FUNCTION rl_policies_change();
 \ir policy_changes.sql
 \ir memory_engine.sql
 \ir concurrency.sql
+\ir sliding.sql
 -- rate_limit_define's new last parameter, enforce, with its column in
 -- rl_policies and the view rate_limit_policies; the columns of concurrency
 -- limits and rate_limit_define_concurrency (places held until the

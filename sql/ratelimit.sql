@@ -48,7 +48,8 @@ $$;
 -- starts full again).  COLLATE "C" makes key comparison a memcmp.  The low
 -- fillfactor leaves room on each page so that updates stay HOT, and the
 -- autovacuum settings clean dead versions up after a fixed number of them.
--- (ratelimit--0.2.0--0.3.0.sql adds full_at and blocked_until.)
+-- (ratelimit--0.2.0--0.3.0.sql adds full_at and blocked_until, the upgrade
+-- to 0.4.0 previous.)
 CREATE UNLOGGED TABLE ratelimit.buckets (
     name        text COLLATE "C" NOT NULL,
     key         text COLLATE "C" NOT NULL,
@@ -56,6 +57,7 @@ CREATE UNLOGGED TABLE ratelimit.buckets (
     last_refill timestamptz NOT NULL,
     full_at     timestamptz NOT NULL,
     blocked_until timestamptz NOT NULL,
+    previous    float8 NOT NULL DEFAULT '0'::float8,
     CONSTRAINT buckets_pkey PRIMARY KEY (name, key)
 ) WITH (
     fillfactor = 30,
@@ -72,6 +74,8 @@ COMMENT ON COLUMN ratelimit.buckets.full_at IS
     'when the bucket is full again under the limit it was last written with (infinity: never, or not known); rate_limit_purge() forgets it from then on';
 COMMENT ON COLUMN ratelimit.buckets.blocked_until IS
     'until when a penalty box denies every take of the key (-infinity: never boxed)';
+COMMENT ON COLUMN ratelimit.buckets.previous IS
+    'a sliding window''s count of the window before the one last_refill is in (tokens is then the window''s limit less its own count); 0 for a token bucket';
 \ir src/decision_types.sql
 
 CREATE FUNCTION @extschema@.rate_limit_take(
@@ -153,6 +157,8 @@ REVOKE ALL ON FUNCTION ratelimit.require_memory_engine() FROM PUBLIC;
 
 \ir concurrency.sql
 \ir src/define_concurrency.sql
+\ir sliding.sql
+\ir src/define_sliding.sql
 
 \ir src/policies_view.sql
 

@@ -17,10 +17,19 @@
 -- parameter, enforce, with its column in ratelimit.policies and the view
 -- rate_limit_policies, and concurrency limits (rate_limit_define_concurrency,
 -- the columns kind, lease and lease_us, and rate_limit_headers, which
--- accepts the NULL wait of a concurrency limit's denial).
+-- accepts the NULL wait of a concurrency limit's denial), and sliding
+-- windows (rate_limit_define_sliding_window, the kind 'sliding', the column
+-- previous of ratelimit.buckets).
 \ir concurrency.sql
 --upgrade: REVOKE ALL ON FUNCTION ratelimit.require_concurrency(text, interval) FROM PUBLIC;
+\ir sliding.sql
+--upgrade: REVOKE ALL ON FUNCTION ratelimit.require_sliding(text) FROM PUBLIC;
 \ir src/enforce_upgrade.sql
+-- Sliding windows (rate_limit_define_sliding_window, the kind 'sliding')
+-- keep the count of the window before in each bucket's row.
+ALTER TABLE ratelimit.buckets ADD COLUMN previous float8 NOT NULL DEFAULT '0'::float8;
+COMMENT ON COLUMN ratelimit.buckets.previous IS
+    'a sliding window''s count of the window before the one last_refill is in (tokens is then the window''s limit less its own count); 0 for a token bucket';
 \ir src/headers_policy.sql
 \ir src/headers.sql
 \ir src/lease_headers.sql

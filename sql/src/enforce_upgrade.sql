@@ -4,8 +4,9 @@
 -- extension and the portable limiter (their update--0.3.0--0.4.0.sql):
 -- policies gain enforce (false: report-only), the last parameter of
 -- rate_limit_define, and the columns of concurrency limits (kind, lease,
--- lease_us; rate_limit_define_concurrency, new, is granted to whoever may
--- execute rate_limit_define).  A new argument list makes a new function, so the old
+-- lease_us; rate_limit_define_concurrency and
+-- rate_limit_define_sliding_window, new, are granted to whoever may execute
+-- rate_limit_define).  A new argument list makes a new function, so the old
 -- one is renamed, the new one made from define.sql and given the grants of
 -- the old, the view rate_limit_policies (which names it) replaced in place,
 -- keeping its own grants, and only then the old function dropped.
@@ -24,6 +25,8 @@ ALTER FUNCTION :"rl_schema".rate_limit_define(text, float8, interval, float8, fl
 --upgrade: REVOKE ALL ON FUNCTION :rl_define FROM PUBLIC;
 \ir define_concurrency.sql
 --upgrade: REVOKE ALL ON FUNCTION :"rl_schema".rate_limit_define_concurrency(text, integer, interval, text, boolean) FROM PUBLIC;
+\ir define_sliding.sql
+--upgrade: REVOKE ALL ON FUNCTION :"rl_schema".rate_limit_define_sliding_window(text, float8, interval, text, boolean) FROM PUBLIC;
 -- Whoever could execute it still can.
 DO $$
 DECLARE
@@ -35,9 +38,10 @@ BEGIN
               WHERE p.oid OPERATOR(pg_catalog.=) '@rl_define_0_3_0@'::pg_catalog.regprocedure
                 AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
                 AND a.grantee OPERATOR(pg_catalog.<>) p.proowner LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s, %s TO %s%s',
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s, %s, %s TO %s%s',
             '@rl_define@'::pg_catalog.regprocedure,
             '@rl_schema@.rate_limit_define_concurrency(text, integer, interval, text, boolean)'::pg_catalog.regprocedure,
+            '@rl_schema@.rate_limit_define_sliding_window(text, float8, interval, text, boolean)'::pg_catalog.regprocedure,
             CASE WHEN g.grantee OPERATOR(pg_catalog.=) '0'::pg_catalog.oid THEN 'PUBLIC'
                  ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
             CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);

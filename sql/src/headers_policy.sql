@@ -30,6 +30,7 @@ DECLARE
     per_second float8 := rate_limit_headers.rate;
     item text;
     window_seconds float8;
+    sliding_window_us bigint;
     wait float8;
 BEGIN
     IF decision IS NULL OR policy IS NULL THEN
@@ -64,7 +65,9 @@ BEGIN
                   HINT = 'Name the policy in the headers with a non-empty ASCII name.';
     END IF;
     IF per_second IS NULL THEN
-        SELECT p.tokens_per_second INTO per_second
+        SELECT p.tokens_per_second,
+               CASE WHEN p.kind OPERATOR(pg_catalog.=) 'sliding' THEN p.window_us END
+          INTO per_second, sliding_window_us
           FROM @rl_policy_source@ AS p WHERE p.name OPERATOR(pg_catalog.=) policy;
         IF NOT FOUND THEN
             RAISE EXCEPTION 'rate limit policy "%" does not exist', policy
@@ -82,8 +85,10 @@ BEGIN
 
     -- The window, capacity / per_second, without a quotient beyond float8:
     -- one second when the capacity is no more than a second's worth, and
-    -- sf_max when the quotient would exceed it.
+    -- sf_max when the quotient would exceed it; a sliding window's own.
     window_seconds := CASE
+        WHEN sliding_window_us IS NOT NULL
+        THEN greatest(pg_catalog.ceil(sliding_window_us::float8 OPERATOR(pg_catalog./) '1000000'::float8), '1'::float8)
         WHEN decision.capacity OPERATOR(pg_catalog.<=) per_second THEN '1'::float8
         WHEN per_second OPERATOR(pg_catalog.<) '1'::float8
              AND decision.capacity OPERATOR(pg_catalog.>) (per_second OPERATOR(pg_catalog.*) sf_max) THEN sf_max

@@ -9,7 +9,11 @@
 -- seconds as date_part('epoch', ...) counts them.  A concurrency limit
 -- (kind 'concurrency', defined by rate_limit_define_concurrency) holds at
 -- most burst places at once per key, until the transaction ends or, with a
--- lease, until it expires; its bucket options keep their defaults.  Who may read or write it,
+-- lease, until it expires; its bucket options keep their defaults.  A
+-- sliding window (kind 'sliding', defined by
+-- rate_limit_define_sliding_window) admits at most burst (= rate) in any
+-- window of per, estimated from the window before and this one; its bucket
+-- options keep their defaults too.  Who may read or write it,
 -- its comment and whether pg_dump keeps it are each target's own.
 \ir kind_check.sql
 CREATE TABLE :rl_policies (

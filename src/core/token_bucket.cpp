@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "no_postgres.hpp"
+#include "sliding_window.hpp"
 
 namespace ratelimit::core {
 
@@ -334,6 +335,8 @@ NoEarlierThanBoxEnd(double retry_after, const Bucket &next, std::int64_t now_us)
 Status
 Validate(const Limit &limit, const Request &request) noexcept
 {
+	if (limit.sliding)
+		return SlidingValidate(limit, request);
 	if (!IsFiniteNonNegative(request.cost))
 		return Status::kCostInvalid;
 	if (!IsFiniteNonNegative(limit.rate))
@@ -383,6 +386,8 @@ bool
 Admitted(const Bucket &stored, const Limit &limit, const Request &request,
          std::int64_t now_us) noexcept
 {
+	if (limit.sliding)
+		return SlidingDecide(stored, limit, request, now_us).allowed;
 	const Bucket current = Refill(stored, limit, now_us);
 	return Admits(current.tokens, limit, Lagging(request, LagMicros(current, now_us)));
 }
@@ -408,7 +413,8 @@ operator==(const Limit &a, const Limit &b) noexcept
 {
 	return a.rate == b.rate && a.burst == b.burst && a.window_us == b.window_us &&
 	       a.phase_us == b.phase_us && a.floor_rate == b.floor_rate &&
-	       a.penalty_us == b.penalty_us && StartTokens(a) == StartTokens(b);
+	       a.penalty_us == b.penalty_us && StartTokens(a) == StartTokens(b) &&
+	       a.sliding == b.sliding;
 }
 
 bool
@@ -438,6 +444,8 @@ NewBucket(const Limit &limit, std::int64_t now_us) noexcept
 Bucket
 Refill(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept
 {
+	if (limit.sliding)
+		return SlidingRefill(stored, limit, now_us);
 	double tokens = stored.tokens < limit.burst ? stored.tokens : limit.burst;
 	std::int64_t elapsed = 0;
 	if (now_us <= stored.stamp_us) {
@@ -470,6 +478,8 @@ Decision
 Decide(const Bucket &stored, const Limit &limit, const Request &request,
        std::int64_t now_us) noexcept
 {
+	if (limit.sliding)
+		return SlidingDecide(stored, limit, request, now_us);
 	Bucket current = Refill(stored, limit, now_us);
 
 	/* A stamp that restarted at the clock must be stored, even by a denial
@@ -542,6 +552,8 @@ FullAtMicros(const Decision &decision, std::int64_t now_us) noexcept
 bool
 IsFull(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept
 {
+	if (limit.sliding)
+		return SlidingIsFull(stored, limit, now_us);
 	return stored.stamp_us <= now_us && stored.blocked_until_us <= now_us &&
 	       Refill(stored, limit, now_us).tokens >= limit.burst;
 }
@@ -566,6 +578,8 @@ ValidateRefund(double amount) noexcept
 Decision
 Refund(const Bucket &stored, const Limit &limit, double amount, std::int64_t now_us) noexcept
 {
+	if (limit.sliding)
+		return SlidingRefund(stored, limit, amount, now_us);
 	Bucket current = Refill(stored, limit, now_us);
 	double tokens = current.tokens + amount;
 	bool capped = tokens > limit.burst;

@@ -29,7 +29,8 @@ enum class Status : int {
 	kCostExceedsBurst,   /* cost > burst and no reservation: can never succeed */
 	kCostExceedsDebtCap, /* reservation: cost > burst + DebtCap(), likewise */
 	kFloorRateInvalid,   /* floor_rate is NaN, infinite or negative */
-	kMaxWaitInvalid      /* max_wait is NaN or negative */
+	kMaxWaitInvalid,     /* max_wait is NaN or negative */
+	kReserveUnsupported  /* a sliding window cannot reserve: it has no debt to repay */
 };
 
 /* The limit: `rate` tokens per second (0 = never refills), `burst` capacity.
@@ -55,6 +56,11 @@ struct Limit {
 	 * matter where a bucket is first stored (NewBucket).  Zeroed memory
 	 * reads as "starts full". */
 	bool has_initial = false;
+	/* A sliding-window counter (sliding_window.hpp) instead of a bucket:
+	 * at most `burst` in any window of window_us, windows aligned on
+	 * phase_us; rate, floor_rate, penalty_us and the initial balance are
+	 * not read.  (Beside has_initial, in its padding.) */
+	bool sliding = false;
 	double initial = 0.0;
 };
 
@@ -114,6 +120,10 @@ struct Bucket {
 	/* Takes are denied until this instant (a penalty box), whatever the
 	 * balance; refill goes on meanwhile. */
 	std::int64_t blocked_until_us = kNotBlocked;
+	/* A sliding window only: what was taken in the window before the one
+	 * `stamp_us` is in (tokens is then burst less what was taken in that
+	 * one).  0 for a token bucket. */
+	double previous = 0.0;
 };
 
 /* The answer to one call. */

@@ -114,6 +114,13 @@ ReportInvalidRequest(core::Status status, const core::Limit &limit, const core::
 		         errhint("Pass NULL for reserved debt without a cap.")));
 		break;
 	case core::Status::kCostExceedsBurst:
+		if (limit.sliding)
+			ereport(ERROR,
+			        (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("cost exceeds max_count"),
+			         errdetail("A cost of %s can never be taken under a sliding window that "
+			                   "admits at most %s in a window.",
+			                   Show(request.cost), Show(limit.burst)),
+			         errhint("Lower cost, or define the policy with a larger max_count.")));
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("cost exceeds burst"),
 		                errdetail("A cost of %s can never be taken from a bucket that holds at "
 		                          "most %s tokens.",
@@ -144,6 +151,15 @@ ReportInvalidRequest(core::Status status, const core::Limit &limit, const core::
 		         errdetail("The max_wait given lasts %s seconds.", Show(request.max_wait)),
 		         errhint("Pass how long reserved work may wait to start, such as '30 "
 		                 "seconds'; NULL or 0 for no reservation.")));
+		break;
+	case core::Status::kReserveUnsupported:
+		ereport(ERROR,
+		        (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("a sliding window cannot reserve"),
+		         errdetail("A max_wait of %s seconds was given; a sliding window counts what was "
+		                   "taken and lends nothing ahead of time.",
+		                   Show(request.max_wait)),
+		         errhint("Pass no max_wait (or 0), or define the policy as a token bucket with "
+		                 "max_reserved to reserve.")));
 		break;
 	case core::Status::kOk:
 		break;

@@ -305,7 +305,7 @@ ImageOf(const core::Limit &limit, bool key_phase)
 		memcpy(&image.words[3], &limit.phase_us, sizeof(int64));
 	memcpy(&image.words[4], &limit.floor_rate, sizeof(double));
 	memcpy(&image.words[5], &limit.penalty_us, sizeof(int64));
-	image.words[6] = (limit.has_initial ? 1 : 0) | (key_phase ? 2 : 0);
+	image.words[6] = (limit.has_initial ? 1 : 0) | (key_phase ? 2 : 0) | (limit.sliding ? 4 : 0);
 	memcpy(&image.words[7], &limit.initial, sizeof(double));
 	return image;
 }
@@ -328,9 +328,9 @@ struct KeyText {
 LimitImage
 ImageFor(const core::Limit &limit, const KeyText &key)
 {
-	const bool key_phase =
-	    limit.window_us > 0 && limit.phase_us == KeyPhase(key.name, key.name_bytes, key.key,
-	                                                      key.key_bytes, limit.window_us);
+	const bool key_phase = limit.window_us > 0 && !limit.sliding &&
+	                       limit.phase_us == KeyPhase(key.name, key.name_bytes, key.key,
+	                                                  key.key_bytes, limit.window_us);
 	return ImageOf(limit, key_phase);
 }
 
@@ -391,6 +391,7 @@ AcquireLimit(MemoryTable *table, const LimitImage &image, bool for_new)
 			entry.limit.has_initial = (image.words[6] & 1) != 0;
 			memcpy(&entry.limit.initial, &image.words[7], sizeof(double));
 			entry.key_phase = (image.words[6] & 2) != 0;
+			entry.limit.sliding = (image.words[6] & 4) != 0;
 			entry.refs = 0;
 			entry.next = heads[chain];
 			heads[chain] = static_cast<uint16>(id);
@@ -475,7 +476,11 @@ struct SavedBucket {
 	bool kept;
 	double start_tokens; /* what a new key starts with under its limit */
 	SavedLimit limit;
-	core::Bucket bucket;
+	/* core::Bucket's fields of a token bucket (a sliding window's are not
+	 * saved: see WorthSaving) */
+	double tokens;
+	int64 stamp_us;
+	int64 blocked_until_us;
 };
 
 /* The file's header. */
@@ -524,7 +529,9 @@ SavedOf(MemoryTable *table, Slot &slot)
 	saved.start_tokens = core::StartTokens(limit);
 	saved.limit = SavedLimit{limit.rate,     limit.burst,      limit.window_us,
 	                         limit.phase_us, limit.floor_rate, limit.penalty_us};
-	saved.bucket = escrow.bucket;
+	saved.tokens = escrow.bucket.tokens;
+	saved.stamp_us = escrow.bucket.stamp_us;
+	saved.blocked_until_us = escrow.bucket.blocked_until_us;
 	return saved;
 }
 
@@ -546,7 +553,10 @@ LimitOf(const SavedBucket &saved)
 bool
 WorthSaving(MemoryTable *table, Slot &slot, TimestampTz now)
 {
-	return slot.used && !slot.absent && !Evictable(table, slot, now);
+	/* A sliding window's previous count has no place in the file: its
+	 * buckets start afresh, as after a crash. */
+	return slot.used && !slot.absent && !Evictable(table, slot, now) &&
+	       !EscrowOf(table, slot).limit.sliding;
 }
 
 /* Whether the server's last shutdown was clean: the control file says so
@@ -714,8 +724,11 @@ LoadSavedBuckets(MemoryTable *table)
 		         PolicyOf(table, saved.database, text, saved.name_bytes), id, text_at);
 		slot.kept = saved.kept;
 		slot.kept_by = 0;
-		const Stored stored =
-		    StoreEscrow(table, slot, core::SettledEscrow(saved.bucket, limit), true);
+		const Stored stored = StoreEscrow(
+		    table, slot,
+		    core::SettledEscrow(core::Bucket{saved.tokens, saved.stamp_us, saved.blocked_until_us},
+		                        limit),
+		    true);
 		Assert(stored == Stored::kStored);
 		(void)stored;
 		ReleaseLimit(table, pin);
@@ -821,14 +834,36 @@ TextOf(MemoryTable *table, Slot &slot)
 	return ChunkAt(table, LongTextOf(slot).text_at);
 }
 
+/* `stored` as a slot keeps it under `limit` (SlotBucket). */
+SlotBucket
+SlotBucketOf(const core::Bucket &stored, const core::Limit &limit)
+{
+	SlotBucket b{stored.tokens, stored.stamp_us, stored.blocked_until_us};
+	if (limit.sliding)
+		memcpy(&b.box_or_previous, &stored.previous, sizeof(double));
+	return b;
+}
+
+/* The bucket `slot` keeps under `limit`, its last recorded call's. */
+core::Bucket
+BucketOf(const SlotBucket &kept, const core::Limit &limit)
+{
+	core::Bucket b{kept.tokens, kept.stamp_us, kept.box_or_previous};
+	if (limit.sliding) {
+		b.blocked_until_us = core::kNotBlocked;
+		memcpy(&b.previous, &kept.box_or_previous, sizeof(double));
+	}
+	return b;
+}
+
 core::EscrowState
 EscrowOf(MemoryTable *table, Slot &slot)
 {
 	const KeyText key = KeyTextOf(table, slot);
 	core::EscrowState state{};
-	state.bucket = slot.bucket;
-	state.pending = slot.pending;
 	state.limit = LimitAt(table, slot.limit, key);
+	state.bucket = BucketOf(slot.bucket, state.limit);
+	state.pending = slot.pending;
 	state.prior_limit = slot.prior_holds > 0 ? LimitAt(table, slot.prior_limit, key) : state.limit;
 	state.holds = slot.holds;
 	state.prior_holds = slot.prior_holds;
@@ -876,7 +911,7 @@ StoreEscrow(MemoryTable *table, Slot &slot, const core::EscrowState &state, bool
 		ReleaseLimit(table, slot.prior_limit);
 	slot.limit = limit;
 	slot.prior_limit = prior;
-	slot.bucket = state.bucket;
+	slot.bucket = SlotBucketOf(state.bucket, state.limit);
 	slot.pending = state.pending;
 	slot.holds = static_cast<uint32>(state.holds);
 	slot.prior_holds = static_cast<uint32>(state.prior_holds);

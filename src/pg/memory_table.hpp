@@ -58,17 +58,26 @@ constexpr int kLimitIdBits = 15;
 constexpr int kMaxLimits = (1 << kLimitIdBits) - 1;
 constexpr uint32 kNoLimit = 0;
 
+/* A bucket's core::Bucket in a slot: a token bucket's penalty box or a
+ * sliding window's previous count in one word, as the slot's limit says
+ * (a sliding window has no box, a token bucket no previous count). */
+struct SlotBucket {
+	double tokens;
+	int64 stamp_us;
+	int64 box_or_previous; /* blocked_until_us, or the bits of previous */
+};
+
 /* A bucket: its identity, its policy, its kept mark and its escrow
  * (core::EscrowState, as EscrowOf reads and StoreEscrow writes it: the
- * limits by number, the counters of open records in 32 bits, which
- * StoreEscrow enforces).  120 bytes. */
+ * limits by number, the bucket in a SlotBucket, the counters of open
+ * records in 32 bits, which StoreEscrow enforces).  120 bytes. */
 struct Slot {
-	core::Bucket bucket; /* as committed (see absent and unsettled) */
-	double pending;      /* costs of takes not yet committed */
-	uint64 version;      /* changes whenever the committed state does */
-	uint64 kept_by;      /* the mark (KeptMark) that set `kept`, taken back if its writer
-	                        aborts */
-	uint64 policy : 10;  /* its entry in the table's policies */
+	SlotBucket bucket;  /* as committed (see absent and unsettled) */
+	double pending;     /* costs of takes not yet committed */
+	uint64 version;     /* changes whenever the committed state does */
+	uint64 kept_by;     /* the mark (KeptMark) that set `kept`, taken back if its writer
+	                       aborts */
+	uint64 policy : 10; /* its entry in the table's policies */
 	uint64 used : 1;
 	uint64 kept : 1;      /* its policy was written since a call last judged it: not evicted
 	                         (nor left unsaved) until a call under another limit does */

@@ -54,7 +54,8 @@ namespace ratelimit::pg::memory {
 namespace {
 
 /* What an open transaction did to a slot, to finish at commit or undo at
- * abort: 80 bytes, as one transaction may keep millions. */
+ * abort: 88 bytes (80 before Bucket gained a sliding window's previous
+ * count), as one transaction may keep millions. */
 struct UndoRecord {
 	core::EscrowRecord escrow;
 	int32 set;
@@ -63,7 +64,7 @@ struct UndoRecord {
 	uint8 way;
 };
 
-static_assert(sizeof(UndoRecord) <= 80, "an undo record takes 80 bytes");
+static_assert(sizeof(UndoRecord) <= 88, "an undo record takes 88 bytes");
 
 /* The limit the undo records from number `first` on (to the next terms)
  * were decided under: kept once for a run of records that share it. */

@@ -287,7 +287,19 @@ ReadPolicy(text *name, Policy *policy, bool *cacheable)
 		/* No column (before 0.4.0): a token bucket. */
 		policy->max_held = 0;
 		policy->lease_us = 0;
-		if (!null[kKind] && !PolicyKindIs(value[kKind], "bucket")) {
+		if (!null[kKind] && PolicyKindIs(value[kKind], "sliding")) {
+			/* At most burst in any window of per, windows aligned on the
+			 * Unix epoch (policies_kind_check keeps the other options at
+			 * their defaults). */
+			if (policy->window_us <= 0 || policy->shards != 1 || policy->fixed_window)
+				ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "window_us");
+			policy->limit.sliding = true;
+			policy->limit.window_us = policy->window_us;
+			policy->limit.phase_us =
+			    -static_cast<int64>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+			policy->limit.penalty_us = 0;
+			policy->limit.has_initial = false;
+		} else if (!null[kKind] && !PolicyKindIs(value[kKind], "bucket")) {
 			if (!PolicyKindIs(value[kKind], "concurrency"))
 				ReportStateTableAltered(kPolicyTable, TableChange::kBadValue, "kind");
 			const double places = policy->limit.burst;

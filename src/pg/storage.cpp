@@ -113,9 +113,12 @@ constexpr AttrNumber kAttTokens = 3;
 constexpr AttrNumber kAttStamp = 4;
 constexpr AttrNumber kAttFullAt = 5;       /* from 0.3.0 */
 constexpr AttrNumber kAttBlockedUntil = 6; /* from 0.3.0 */
-constexpr int kNatts = 6;
-/* A database not yet updated from 0.2.0 or before has no full_at. */
+constexpr AttrNumber kAttPrevious = 7;     /* from 0.4.0 */
+constexpr int kNatts = 7;
+/* A database not yet updated from 0.2.0 or before has no full_at, one not
+ * yet updated from 0.3.0 no previous (and no sliding window). */
 constexpr int kNattsBefore030 = 4;
+constexpr int kNattsBefore040 = 6;
 
 /* Advisory lock class (LOCKTAG field4) private to the extension: "RL". */
 constexpr uint16 kNewKeyLockClass = 0x524C;
@@ -204,12 +207,12 @@ InvalidateStateRelations(Datum, Oid relid)
 List *
 CheckStateTable(Relation heap)
 {
-	static const Oid kTypes[kNatts] = {TEXTOID,        TEXTOID,        FLOAT8OID,
-	                                   TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	static const Oid kTypes[kNatts] = {TEXTOID,        TEXTOID,        FLOAT8OID, TIMESTAMPTZOID,
+	                                   TIMESTAMPTZOID, TIMESTAMPTZOID, FLOAT8OID};
 	TupleDesc desc = RelationGetDescr(heap);
 
 	CheckDirectAccess(heap, kStateTable);
-	if (desc->natts != kNatts && desc->natts != kNattsBefore030)
+	if (desc->natts != kNatts && desc->natts != kNattsBefore040 && desc->natts != kNattsBefore030)
 		ReportStateTableAltered(kStateTable, TableChange::kColumns);
 	for (int i = 0; i < desc->natts; i++) {
 		Form_pg_attribute att = TupleDescAttr(desc, i);
@@ -616,7 +619,11 @@ ReadBucket(TupleTableSlot *slot)
 	TimestampTz blocked = slot->tts_tupleDescriptor->natts >= kAttBlockedUntil
 	                          ? DatumGetTimestampTz(slot_getattr(slot, kAttBlockedUntil, &isnull))
 	                          : core::kNotBlocked;
-	return core::Bucket{tokens, stamp, blocked};
+	/* Before 0.4.0 no sliding window: nothing before. */
+	double previous = slot->tts_tupleDescriptor->natts >= kAttPrevious
+	                      ? DatumGetFloat8(slot_getattr(slot, kAttPrevious, &isnull))
+	                      : 0.0;
+	return core::Bucket{tokens, stamp, blocked, previous};
 }
 
 /* The whole row in `slot`; full_at is unknown (DT_NOEND) in a database not
@@ -652,8 +659,9 @@ FormBucketTuple(Relation heap, text *name, text *key, const core::Decision &deci
 	                        Float8GetDatum(decision.next.tokens),
 	                        TimestampTzGetDatum(decision.next.stamp_us),
 	                        TimestampTzGetDatum(StorableTime(core::FullAtMicros(decision, now))),
-	                        TimestampTzGetDatum(StorableTime(decision.next.blocked_until_us))};
-	bool nulls[kNatts] = {false, false, false, false, false, false};
+	                        TimestampTzGetDatum(StorableTime(decision.next.blocked_until_us)),
+	                        Float8GetDatum(decision.next.previous)};
+	bool nulls[kNatts] = {false, false, false, false, false, false, false};
 	/* Forms as many columns as the table has (CheckStateTable). */
 	return heap_form_tuple(RelationGetDescr(heap), values, nulls);
 }

@@ -68,10 +68,15 @@
  * is checked (balances equal too).  The disabled instantiation runs
  * everything.
  *
+ * The Sliding configurations run the same with every policy a sliding
+ * window (sliding_window.hpp), balances compared as the room a take may
+ * cost (the previous window's count weighed in).
+ *
  * A failure is reported with its configuration, seed, run and step, and
  * the run's trace; every run is determined by its seed and number.
  */
 #include "escrow_harness.hpp"
+#include "sliding_window.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -84,6 +89,15 @@
 #include <gtest/gtest.h>
 
 namespace {
+
+/* What a take may cost from `b` under `limit` at `now_us`: the balance
+ * refilled to then, or a sliding window's room. */
+double
+RoomAt(const Bucket &b, const Limit &limit, std::int64_t now_us)
+{
+	return limit.sliding ? ratelimit::core::SlidingRoom(b, limit, now_us)
+	                     : Refill(b, limit, now_us).tokens;
+}
 
 using namespace escrow_harness;
 using ratelimit::core::Admits;
@@ -205,7 +219,7 @@ struct Reference {
 	double
 	Tokens(const Limit &limit, std::int64_t now_us) const
 	{
-		return present ? Refill(bucket, limit, now_us).tokens : StartTokens(limit);
+		return present ? RoomAt(bucket, limit, now_us) : StartTokens(limit);
 	}
 };
 
@@ -230,6 +244,9 @@ enum Feature : unsigned {
 	 * committed, where the table counts it at once), its box starts, and
 	 * ends, earlier: a later denial the table boxes falls inside it. */
 	kFollowBoxes = 1u << 7,
+	/* Every policy is a sliding window (no penalty, no initial balance, no
+	 * reservation: the policy table allows none of them there). */
+	kSliding = 1u << 8,
 };
 
 struct Config {
@@ -388,6 +405,15 @@ private:
 		static const double kRates[] = {0.0, 0.25, 1.0, 2.5, 10.0, 50.0};
 		static const double kBursts[] = {1.0, 3.0, 10.0, 40.0};
 		Limit limit{Pick(kRates), Pick(kBursts)};
+		if (Has(kSliding)) {
+			static const std::int64_t kWindows[] = {500000, 2000000};
+			limit.rate = limit.burst;
+			limit.window_us = Pick(kWindows);
+			limit.phase_us =
+			    std::uniform_int_distribution<std::int64_t>(0, limit.window_us - 1)(rng_);
+			limit.sliding = true;
+			return limit;
+		}
 		if (Chance(0.15)) {
 			static const std::int64_t kWindows[] = {500000, 2000000};
 			limit.window_us = Pick(kWindows);
@@ -880,7 +906,8 @@ private:
 		const Bucket current = Refill(base, limit, call.at_us);
 		const bool boxed = request.cost > 0.0 && call.at_us < base.blocked_until_us;
 		const double slack = 1e-9 * std::max(1.0, limit.burst);
-		if (!boxed && Admits(current.tokens + slack, limit, request))
+		if (!boxed && (limit.sliding ? request.cost <= RoomAt(base, limit, call.at_us) + slack
+		                             : Admits(current.tokens + slack, limit, request)))
 			return true;
 		std::ostringstream s;
 		s.precision(17);
@@ -927,8 +954,9 @@ private:
 		CatchUp();
 		if (failed_)
 			return;
-		const double escrow =
-		    slot_.used ? Available(slot_.state, policy_, now_).tokens : StartTokens(policy_);
+		const double escrow = slot_.used
+		                          ? RoomAt(Available(slot_.state, policy_, now_), policy_, now_)
+		                          : StartTokens(policy_);
 		const double reference = reference_.Tokens(policy_, now_);
 		const double slack = 1e-9 * std::max(1.0, policy_.burst);
 		std::ostringstream s;
@@ -978,6 +1006,10 @@ const Config kConfigs[] = {
      (kQuiet & ~kRedefine & ~kResets) | kFollowBoxes},
     {"ConcurrentWithResets", 20251128, 150, 200, 4, false, false,
      (kQuiet & ~kRedefine & ~kInitial) | kFollowBoxes},
+    {"SlidingOneTransactionAtATime", 20261126, 150, 200, 1, true, true,
+     (kQuiet & ~kPenalties & ~kInitial) | kSliding},
+    {"SlidingConcurrent", 20261127, 150, 200, 4, false, false,
+     (kQuiet & ~kRedefine & ~kPenalties & ~kInitial) | kSliding},
 };
 
 INSTANTIATE_TEST_SUITE_P(Configs, EscrowProperty, ::testing::ValuesIn(kConfigs),

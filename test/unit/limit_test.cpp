@@ -45,6 +45,7 @@ const FieldChange kFieldChanges[] = {
     {"penalty_us", [](Limit &l) { l.penalty_us = 0; }},
     {"has_initial", [](Limit &l) { l.has_initial = false; }},
     {"initial", [](Limit &l) { l.initial = 5; }},
+    {"sliding", [](Limit &l) { l.sliding = true; }},
 };
 
 TEST(LimitEquality, EveryFieldTakesPart)
@@ -59,7 +60,7 @@ TEST(LimitEquality, EveryFieldTakesPart)
 		EXPECT_TRUE(base != other) << c.field;
 		EXPECT_FALSE(other == base) << c.field;
 	}
-	/* Eight fields of eight bytes (has_initial padded): a field added to
+	/* Eight fields of eight bytes (has_initial and sliding padded): a field added to
 	 * Limit changes the size, and must be listed above and compared. */
 	EXPECT_EQ(sizeof(Limit), 64u);
 }

@@ -180,6 +180,17 @@ SELECT allowed, remaining FROM rate_limit_check('llm-calls', 'team:7');       --
 -- job 2's worker died: its place comes back when its lease expires, with no sweeper
 SET ratelimit.fixed_clock = 7030;
 SELECT allowed, remaining FROM rate_limit_check('llm-calls', 'team:7', 0);
+-- Example 10: at most N in any window W, as a sliding window: exact in each
+-- aligned minute, approximate across two.  Ten at the last second of a
+-- minute, then five more halfway through the next: 15 within 51 seconds.
+SET ratelimit.fixed_clock = 6159;
+SELECT name FROM rate_limit_define_sliding_window('ten-in-a-minute', 10, '1 minute');
+SELECT count(*) FILTER (WHERE allowed) AS at_once
+  FROM generate_series(1, 20) AS g, LATERAL rate_limit_take('ten-in-a-minute', 'client:9', 1 + 0 * g);
+SET ratelimit.fixed_clock = 6210;
+SELECT count(*) FILTER (WHERE allowed) AS halfway_through_the_next_minute
+  FROM generate_series(1, 20) AS g, LATERAL rate_limit_take('ten-in-a-minute', 'client:9', 1 + 0 * g);
+SELECT allowed, remaining, retry_after, reset_after FROM rate_limit_take('ten-in-a-minute', 'client:9');
 SET ratelimit.fixed_clock = 1180;
 
 -- The headers example of the reference.

@@ -118,6 +118,16 @@ SELECT a.grantee::regrole, a.privilege_type, a.is_grantable
  ORDER BY 1::text;
 SELECT has_function_privilege('public', 'rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text, boolean)', 'EXECUTE')
     AS public_may_define;
+-- rate_limit_define_sliding_window, new, is granted as rate_limit_define
+-- was, and PUBLIC may not run it; the bucket rows gain previous (0).
+SELECT a.grantee::regrole, a.privilege_type, a.is_grantable
+  FROM pg_proc AS p, LATERAL aclexplode(p.proacl) AS a
+ WHERE p.oid = 'rate_limit_define_sliding_window(text, float8, interval, text, boolean)'::regprocedure
+   AND a.grantee <> p.proowner
+ ORDER BY 1::text;
+SELECT has_function_privilege('public', 'rate_limit_define_sliding_window(text, float8, interval, text, boolean)', 'EXECUTE')
+    AS public_may_define_sliding;
+SELECT count(*) AS rows, count(*) FILTER (WHERE previous = 0) AS previous_0 FROM ratelimit.buckets;
 SELECT has_table_privilege('ratelimit_upgrade_viewer', 'rate_limit_policies', 'SELECT') AS viewer_may_read,
        has_table_privilege('public', 'rate_limit_policies', 'SELECT') AS public_may_read;
 SET ROLE ratelimit_upgrade_delegate;

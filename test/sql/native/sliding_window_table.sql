@@ -1,0 +1,50 @@
+--
+-- Sliding windows in the table engine: the row keeps tokens (max_count less
+-- the current window's count), last_refill and previous (the count of the
+-- window before); the policy table's constraint holds the kind to its shape.
+--
+\i test/sql/include/error_of.sql
+\set SHOW_CONTEXT never
+SET ratelimit.fixed_clock = 1000;
+SELECT name FROM rate_limit_define_sliding_window('sw', 5, '10 seconds');
+SELECT allowed FROM rate_limit_take('sw', 'k', 3);
+SELECT key, tokens, extract(epoch FROM last_refill) AS last_refill, previous,
+       extract(epoch FROM full_at) AS full_at
+  FROM ratelimit.buckets WHERE name = 'sw';
+SET ratelimit.fixed_clock = 1012;
+SELECT allowed FROM rate_limit_take('sw', 'k', 1);
+SELECT key, tokens, extract(epoch FROM last_refill) AS last_refill, previous,
+       extract(epoch FROM full_at) AS full_at
+  FROM ratelimit.buckets WHERE name = 'sw';
+-- A denial writes nothing: the row's version is the one before it.
+SELECT xmin::text AS version_xmin, ctid::text AS version_ctid
+  FROM ratelimit.buckets WHERE name = 'sw' \gset
+SELECT allowed FROM rate_limit_take('sw', 'k', 3);
+SELECT xmin::text = :'version_xmin' AND ctid::text = :'version_ctid' AS same_version
+  FROM ratelimit.buckets WHERE name = 'sw';
+SELECT key, tokens, previous FROM ratelimit.buckets WHERE name = 'sw';
+-- A token bucket keeps previous at 0.
+SELECT name FROM rate_limit_define('tb', 2, '1 second');
+SELECT allowed FROM rate_limit_take('tb', 'k');
+SELECT key, tokens, previous FROM ratelimit.buckets WHERE name = 'tb';
+
+-- Defined again as a token bucket, the key keeps its row: the window's
+-- room (tokens) is the bucket's balance, which refills from last_refill;
+-- defined a sliding window again, the balance is the window's room.
+SELECT name, kind FROM rate_limit_define('sw', 5, '10 seconds');
+SELECT allowed, remaining FROM rate_limit_check('sw', 'k', 0);
+SELECT allowed, remaining FROM rate_limit_take('sw', 'k', 4);
+SELECT key, tokens, previous FROM ratelimit.buckets WHERE name = 'sw';
+SELECT name, kind FROM rate_limit_define_sliding_window('sw', 5, '10 seconds');
+SELECT allowed, remaining FROM rate_limit_check('sw', 'k', 0);
+
+-- The constraint: rate equal to burst, every bucket option at its default.
+SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET rate = 4 WHERE name = 'sw'$$);
+SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET fixed_window = true WHERE name = 'sw'$$);
+SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET penalty = '1 second' WHERE name = 'sw'$$);
+SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET max_reserved = 1 WHERE name = 'sw'$$);
+SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET initial = 1 WHERE name = 'sw'$$);
+SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET shards = 2 WHERE name = 'sw'$$);
+SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET lease = '1 second' WHERE name = 'sw'$$);
+SELECT rate_limit_drop('sw'), rate_limit_drop('tb');
+RESET ratelimit.fixed_clock;
