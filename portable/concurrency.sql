@@ -432,7 +432,9 @@ BEGIN
                   DETAIL = CASE WHEN p.kind OPERATOR(pg_catalog.=) 'concurrency'::pg_catalog.text
                                 THEN pg_catalog.format('Policy "%s" holds places until the transaction that took them ends.', $1)
                                 ELSE pg_catalog.format('Policy "%s" is a rate limit, which holds no places.', $1) END,
-                  HINT = pg_catalog.format('Define the concurrency limit with a lease, such as rate_limit_define_concurrency(''%s'', 3, lease => ''30 seconds''), or take it with rate_limit_take.', $1);
+                  HINT = CASE WHEN p.kind OPERATOR(pg_catalog.=) 'concurrency'::pg_catalog.text
+                              THEN pg_catalog.format('Define the concurrency limit with a lease, such as rate_limit_define_concurrency(''%s'', 3, lease => ''30 seconds''), or take it with rate_limit_take.', $1)
+                              ELSE 'Take a rate limit with rate_limit_take; rate_limit_lease takes places of a concurrency limit defined with a lease.' END;
     END IF;
     IF pg_catalog.pg_is_in_recovery() THEN
         PERFORM @extschema@.rl_report_lease_recovery('rate_limit_lease');

@@ -575,16 +575,19 @@ ReportConcurrencyRefund(const char *name, bool lease)
 void
 ReportNoLease(const char *name, bool concurrency)
 {
+	/* A rate limit is not offered to be redefined: that would replace it. */
 	ereport(ERROR,
 	        (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("policy \"%s\" has no lease", name),
 	         concurrency ? errdetail("Policy \"%s\" holds places until the transaction that took "
 	                                 "them ends.",
 	                                 name)
 	                     : errdetail("Policy \"%s\" is a rate limit, which holds no places.", name),
-	         errhint("Define the concurrency limit with a lease, such as "
-	                 "rate_limit_define_concurrency('%s', 3, lease => '30 seconds'), or take it "
-	                 "with rate_limit_take.",
-	                 name)));
+	         concurrency ? errhint("Define the concurrency limit with a lease, such as "
+	                               "rate_limit_define_concurrency('%s', 3, lease => '30 seconds'), "
+	                               "or take it with rate_limit_take.",
+	                               name)
+	                     : errhint("Take a rate limit with rate_limit_take; rate_limit_lease takes "
+	                               "places of a concurrency limit defined with a lease.")));
 	pg_unreachable();
 }
 

@@ -383,6 +383,10 @@ ReleaseLease(const pg_uuid_t *id)
 int64
 PurgeLeases(text *name)
 {
+	/* A database not yet updated to 0.4.0 has no table of leases, hence no
+	 * lease to purge: its purge forgets buckets as before. */
+	if (!OidIsValid(StateRelationOid(kLeaseTable)))
+		return 0;
 	LeaseRelations rels;
 	OpenLeases(RowExclusiveLock, &rels);
 	const TimestampTz now = ClockNow();

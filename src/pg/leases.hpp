@@ -42,7 +42,8 @@ bool ReleaseLease(const pg_uuid_t *id);
 
 /* Deletes, in the caller's transaction, the leases (of `name`, or of every
  * name when NULL) that expired by the clock and that no open transaction
- * is writing; how many. */
+ * is writing; how many (none where the table does not exist: a database
+ * not yet updated). */
 int64 PurgeLeases(text *name);
 
 } /* namespace ratelimit::pg */
