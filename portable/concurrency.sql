@@ -492,6 +492,7 @@ AS $$
 DECLARE
     now_us bigint := @extschema@.rl_now();
     deleted bigint;
+    locked pg_catalog.tid[];
 BEGIN
     DELETE FROM @extschema@.rl_leases AS l
      WHERE l.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
@@ -500,13 +501,22 @@ BEGIN
               AND ($1 IS NULL OR e.name OPERATOR(pg_catalog.=) $1)
               FOR UPDATE SKIP LOCKED));
     GET DIAGNOSTICS deleted = ROW_COUNT;
+    -- Keys are locked first and judged by a second statement: a taker
+    -- updates its key's row before it writes a lease, so once the row is
+    -- locked here every lease of that key has committed or never will, and
+    -- the second statement's snapshot (newer than the lock) sees it.  In one
+    -- statement, a lease committed between its snapshot and the row lock
+    -- would be missed (a re-checked row does not re-run NOT EXISTS), and the
+    -- key's row deleted under a lease in force.
+    locked := ARRAY(SELECT e.ctid FROM @extschema@.rl_lease_keys AS e
+                     WHERE ($1 IS NULL OR e.name OPERATOR(pg_catalog.=) $1)
+                       AND NOT EXISTS (SELECT FROM @extschema@.rl_leases AS l
+                                        WHERE l.name OPERATOR(pg_catalog.=) e.name AND l.key OPERATOR(pg_catalog.=) e.key)
+                       FOR UPDATE SKIP LOCKED);
     DELETE FROM @extschema@.rl_lease_keys AS k
-     WHERE k.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
-           SELECT e.ctid FROM @extschema@.rl_lease_keys AS e
-            WHERE ($1 IS NULL OR e.name OPERATOR(pg_catalog.=) $1)
-              AND NOT EXISTS (SELECT FROM @extschema@.rl_leases AS l
-                               WHERE l.name OPERATOR(pg_catalog.=) e.name AND l.key OPERATOR(pg_catalog.=) e.key)
-              FOR UPDATE SKIP LOCKED));
+     WHERE k.ctid OPERATOR(pg_catalog.=) ANY (locked)
+       AND NOT EXISTS (SELECT FROM @extschema@.rl_leases AS l
+                        WHERE l.name OPERATOR(pg_catalog.=) k.name AND l.key OPERATOR(pg_catalog.=) k.key);
     RETURN deleted;
 END
 $$;
