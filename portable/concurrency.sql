@@ -271,7 +271,7 @@ COMMENT ON FUNCTION rl_hold_call(text, rl_policies, text, text, float8, text) IS
 -- finds nothing at READ COMMITTED, and 40001 at the other levels).  State,
 -- as rl_buckets is: unlogged (but on YugabyteDB, told by version() as
 -- platform.sql tells it, which the upgrade to 0.4.0 runs after this file),
--- not dumped.
+-- and dumped or not as rl_buckets is.
 DO $$
 BEGIN
     EXECUTE pg_catalog.format('CREATE %s TABLE rl_leases (
