@@ -30,6 +30,14 @@
 	index_insert((index), (values), (isnull), (tid), (heap), (check), (info))
 #endif
 
+/* Before 14, fmgroids named functions by their C symbol: timestamptz_gt is
+ * timestamp_gt there (the same C function, comparing int64 microseconds). */
+#if PG_VERSION_NUM >= 140000
+#define RL_F_TIMESTAMPTZ_GT F_TIMESTAMPTZ_GT
+#else
+#define RL_F_TIMESTAMPTZ_GT F_TIMESTAMP_GT
+#endif
+
 /* 17 asks callers to release per-statement index-insert state. */
 #if PG_VERSION_NUM >= 170000
 #define RlIndexInsertCleanup(index, info) index_insert_cleanup((index), (info))

@@ -215,7 +215,7 @@ FindLeases(const LeaseRelations &rels, text *name, text *key, TimestampTz now)
 	ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid, C_COLLATION_OID,
 	                       F_TEXTEQ, PointerGetDatum(key));
 	ScanKeyEntryInitialize(&keys[2], 0, 3, BTGreaterStrategyNumber, InvalidOid, InvalidOid,
-	                       F_TIMESTAMPTZ_GT, TimestampTzGetDatum(now));
+	                       RL_F_TIMESTAMPTZ_GT, TimestampTzGetDatum(now));
 	SnapshotData dirty;
 	InitDirtySnapshot(dirty);
 	TupleTableSlot *slot = table_slot_create(rels.heap, NULL);
