@@ -89,6 +89,7 @@ BEGIN
             stamp_us      bigint NOT NULL,
             full_at_us    bigint NOT NULL,
             blocked_until_us bigint NOT NULL,
+            previous      float8 NOT NULL DEFAULT ''0''::pg_catalog.float8,
             CONSTRAINT rl_buckets_pkey PRIMARY KEY ((name, key) HASH))';
     ELSE
         EXECUTE 'CREATE UNLOGGED TABLE rl_buckets (
@@ -98,6 +99,7 @@ BEGIN
             stamp_us      bigint NOT NULL,
             full_at_us    bigint NOT NULL,
             blocked_until_us bigint NOT NULL,
+            previous      float8 NOT NULL DEFAULT ''0''::pg_catalog.float8,
             CONSTRAINT rl_buckets_pkey PRIMARY KEY (name, key)
         ) WITH (fillfactor = 30, autovacuum_vacuum_scale_factor = 0,
                 autovacuum_vacuum_threshold = 1000)';
