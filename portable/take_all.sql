@@ -12,7 +12,8 @@
 -- Denied, every bucket reports what it holds; a new key below full is
 -- recorded and a denied limit with a penalty box starts it.  A bucket with
 -- b_sliding[b] is a sliding window's (sliding.sql): its row's previous is
--- read and, when it is written, stored (b_sliding NULL: none is).
+-- read and, when it is written, stored (b_sliding NULL: none is); a token
+-- bucket's write stores 0 there, as the native one does.
 CREATE FUNCTION rl_take_buckets(b_name text[], b_key text[], b_limit rl_limit[],
                                 b_request rl_request[], b_initial float8[], b_sliding boolean[] DEFAULT NULL,
                                 OUT all_allowed boolean, OUT b_decision rl_decision[])
@@ -109,7 +110,7 @@ BEGIN
                                previous = CASE WHEN b_sliding[b]
                                                THEN (@extschema@.rl_sliding_refill(ROW(b_state[b].tokens, b_state[b].stamp_us, b_previous[b])::@extschema@.rl_window,
                                                                                    b_limit[b], now_us)).previous
-                                               ELSE t.previous END
+                                               ELSE '0'::pg_catalog.float8 END
                          WHERE t.name = b_name[b] AND t.key = b_key[b];
                     ELSIF b_inserted[b] THEN
                         DELETE FROM @extschema@.rl_buckets AS t WHERE t.name = b_name[b] AND t.key = b_key[b];

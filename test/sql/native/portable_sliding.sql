@@ -190,8 +190,56 @@ SELECT step, op, call, native, portable FROM calls
 SELECT step, op, call, native_rows, portable_rows FROM calls
  WHERE native_rows IS DISTINCT FROM portable_rows ORDER BY step LIMIT 3;
 
+-- A name defined again with another kind keeps its rows, and a token
+-- bucket's write stores previous 0 (a take of a policy with a penalty box, one
+-- without, and rate_limit_take_all alike): the window defined again
+-- finds no count of the window before but what the bucket left.
+CREATE TEMP TABLE switches (step int, call text, native text, portable text,
+                            native_rows text, portable_rows text);
+DO $$
+DECLARE
+    calls CONSTANT text[] := ARRAY[
+        '5000|SELECT d::text FROM %s.rate_limit_define_sliding_window(''ps-switch'', 5, ''10 seconds'') AS d',
+        '5000|SELECT d::text FROM %s.rate_limit_take(''ps-switch'', ''quick'', 4) AS d',
+        '5000|SELECT d::text FROM %s.rate_limit_take(''ps-switch'', ''general'', 4) AS d',
+        '5000|SELECT d::text FROM %s.rate_limit_take(''ps-switch'', ''all'', 4) AS d',
+        '5012|SELECT d::text FROM %s.rate_limit_take(''ps-switch'', ''quick'', 1) AS d',
+        '5012|SELECT d::text FROM %s.rate_limit_take(''ps-switch'', ''general'', 1) AS d',
+        '5012|SELECT d::text FROM %s.rate_limit_take(''ps-switch'', ''all'', 1) AS d',
+        '5012|SELECT d::text FROM %s.rate_limit_define(''ps-switch'', 5, ''10 seconds'', penalty => ''1 second'') AS d',
+        '5013|SELECT d::text FROM %s.rate_limit_take(''ps-switch'', ''general'', 1) AS d',
+        '5013|SELECT d::text FROM %s.rate_limit_define(''ps-switch'', 5, ''10 seconds'') AS d',
+        '5013|SELECT d::text FROM %s.rate_limit_take(''ps-switch'', ''quick'', 1) AS d',
+        '5013|SELECT d::text FROM %s.rate_limit_take_all(ARRAY[''ps-switch'', ''ps-bucket''], ARRAY[''all'', ''all'']) AS d',
+        '5014|SELECT d::text FROM %s.rate_limit_define_sliding_window(''ps-switch'', 5, ''10 seconds'') AS d',
+        '5014|SELECT d::text FROM %s.rate_limit_check(''ps-switch'', ''quick'', 0) AS d',
+        '5014|SELECT d::text FROM %s.rate_limit_check(''ps-switch'', ''general'', 0) AS d',
+        '5014|SELECT d::text FROM %s.rate_limit_check(''ps-switch'', ''all'', 0) AS d'];
+    clock text;
+BEGIN
+    FOR i IN 1..cardinality(calls) LOOP
+        clock := split_part(calls[i], '|', 1);
+        PERFORM set_config('ratelimit.fixed_clock', clock, false);
+        PERFORM set_config('portable_sliding.clock', clock, false);
+        INSERT INTO switches
+        VALUES (i, split_part(calls[i], '|', 2),
+                pg_temp.answer(format(split_part(calls[i], '|', 2), 'public')),
+                pg_temp.answer(format(split_part(calls[i], '|', 2), 'portable_sliding')),
+                pg_temp.native_rows(), pg_temp.portable_rows());
+    END LOOP;
+END
+$$;
+RESET ratelimit.fixed_clock;
+SELECT count(*) AS calls,
+       count(*) FILTER (WHERE native IS DISTINCT FROM portable) AS answers_differ,
+       count(*) FILTER (WHERE native_rows IS DISTINCT FROM portable_rows) AS rows_differ
+  FROM switches;
+SELECT step, call, native_rows, portable_rows FROM switches
+ WHERE native IS DISTINCT FROM portable OR native_rows IS DISTINCT FROM portable_rows
+ ORDER BY step LIMIT 3;
+
 SELECT count(*) AS dropped
-  FROM unnest(ARRAY['ps-ten', 'ps-frac', 'ps-odd', 'ps-tiny', 'ps-bucket']) AS n,
+  FROM unnest(ARRAY['ps-ten', 'ps-frac', 'ps-odd', 'ps-tiny', 'ps-bucket', 'ps-switch']) AS n,
     LATERAL rate_limit_drop(n) AS d;
 SET client_min_messages = warning;
 DROP SCHEMA portable_sliding CASCADE;
