@@ -14,8 +14,8 @@
 -- Unix epoch).  A decision is an rl_decision whose next is the state's
 -- tokens and stamp (no penalty box); its previous is that of the state
 -- brought to the call's clock (rl_sliding_refill), which a call never
--- changes otherwise.  No function here has a SET clause (see core.sql): every name
--- is qualified.
+-- changes otherwise.  As in core.sql, the functions called on every take
+-- have no SET clause, so every name in them is qualified.
 
 -- rate_limit_define_sliding_window's check of what this target keeps: the
 -- portable limiter keeps sliding windows (in its table; a storage of
