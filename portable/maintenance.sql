@@ -126,8 +126,11 @@ BEGIN
                             > (after_code, after_name, after_key)))
                AND @extschema@.rl_hash_code(t.name, t.key) <= last_code
                AND (@extschema@.rl_hash_code(t.name, t.key), t.name, t.key) <= (last_code, last_name, last_key)
-               AND @extschema@.rl_forgettable(p, t.name, t.key, ROW(t.tokens, t.stamp_us, t.blocked_until_us)::@extschema@.rl_bucket,
-                                  t.full_at_us, now_us)
+               AND CASE WHEN p.kind OPERATOR(pg_catalog.=) 'sliding'::pg_catalog.text
+                        THEN @extschema@.rl_sliding_is_full(ROW(t.tokens, t.stamp_us, t.previous)::@extschema@.rl_window,
+                                                            @extschema@.rl_sliding_limit(p), now_us)
+                        ELSE @extschema@.rl_forgettable(p, t.name, t.key, ROW(t.tokens, t.stamp_us, t.blocked_until_us)::@extschema@.rl_bucket,
+                                                        t.full_at_us, now_us) END
                FOR UPDATE OF t SKIP LOCKED)
         DELETE FROM @extschema@.rl_buckets AS t USING judged WHERE t.name = judged.name AND t.key = judged.key;
         GET DIAGNOSTICS deleted = ROW_COUNT;
@@ -163,8 +166,11 @@ BEGIN
            AND (t.name, t.key) <= (last_name, last_key)
            AND (p.name IS NULL OR p.xmax = '0'::xid OR p.xmax = p.xmin OR NOT @extschema@.rl_committed(p.xmax))
            AND (p.name IS NOT NULL OR NOT (SELECT @extschema@.rl_policies_changed()))
-           AND @extschema@.rl_forgettable(p, t.name, t.key, ROW(t.tokens, t.stamp_us, t.blocked_until_us)::@extschema@.rl_bucket,
-                              t.full_at_us, now_us)
+           AND CASE WHEN p.kind OPERATOR(pg_catalog.=) 'sliding'::pg_catalog.text
+                    THEN @extschema@.rl_sliding_is_full(ROW(t.tokens, t.stamp_us, t.previous)::@extschema@.rl_window,
+                                                        @extschema@.rl_sliding_limit(p), now_us)
+                    ELSE @extschema@.rl_forgettable(p, t.name, t.key, ROW(t.tokens, t.stamp_us, t.blocked_until_us)::@extschema@.rl_bucket,
+                                                    t.full_at_us, now_us) END
            FOR UPDATE OF t SKIP LOCKED)
     DELETE FROM @extschema@.rl_buckets AS t USING judged WHERE t.ctid = judged.row_id;
     GET DIAGNOSTICS deleted = ROW_COUNT;
@@ -298,7 +304,7 @@ BEGIN
     PERFORM @extschema@.rl_require_readable('rate_limit_buckets');
     p := @extschema@.rl_find_policy($1);
     now_us := @extschema@.rl_now();
-    FOR stored IN SELECT t.key, t.tokens, t.stamp_us, t.full_at_us, t.blocked_until_us
+    FOR stored IN SELECT t.key, t.tokens, t.stamp_us, t.full_at_us, t.blocked_until_us, t.previous
                     FROM @extschema@.rl_buckets AS t WHERE t.name = $1 ORDER BY t.key LOOP
         b := ROW(stored.tokens, stored.stamp_us, stored.blocked_until_us)::@extschema@.rl_bucket;
         key := stored.key;
@@ -314,7 +320,13 @@ BEGIN
             row_key := row_of.key;
             row_shard := row_of.shard;
         END IF;
-        IF row_limit IS NOT NULL THEN
+        IF p.kind OPERATOR(pg_catalog.=) 'sliding'::pg_catalog.text THEN
+            -- A sliding window: its room now, and when its estimate is 0.
+            d := @extschema@.rl_sliding_decide(ROW(stored.tokens, stored.stamp_us, stored.previous)::@extschema@.rl_window,
+                                               @extschema@.rl_sliding_limit(p), '0'::pg_catalog.float8, now_us);
+            balance := d.remaining;
+            full_at := @extschema@.rl_timestamp(@extschema@.rl_full_at(d, now_us));
+        ELSIF row_limit IS NOT NULL THEN
             key := row_key;
             shard := row_shard;
             d := @extschema@.rl_decide(b, row_limit, @extschema@.rl_no_request(), now_us);

@@ -36,9 +36,19 @@ BEGIN
     IF p.kind OPERATOR(pg_catalog.=) 'concurrency'::pg_catalog.text THEN
         RETURN @extschema@.rl_hold_call(function_name, p, p_name, p_key, cost, op);
     END IF;
-    -- A sliding window (restored from the native extension): not kept here.
+    -- A sliding window counts in its own algebra (sliding.sql).
     IF p.kind OPERATOR(pg_catalog.=) 'sliding'::pg_catalog.text THEN
-        PERFORM @extschema@.rl_require_sliding(p.storage);
+        l := @extschema@.rl_sliding_limit(p);
+        r := @extschema@.rl_policy_request(p, cost, max_wait);
+        PERFORM @extschema@.rl_check_sliding_request(l, r);
+        IF op OPERATOR(pg_catalog.=) 'check'::pg_catalog.text THEN
+            PERFORM @extschema@.rl_require_readable(function_name);
+        ELSE
+            PERFORM @extschema@.rl_require_writable(function_name);
+        END IF;
+        d := @extschema@.rl_sliding_apply(p_name, p_key, l, cost, op);
+        d.allowed := d.allowed OR NOT p.enforce;
+        RETURN @extschema@.rl_policy_answer(d, p, p_name);
     END IF;
     l := @extschema@.rl_policy_limit(p, p_name, p_key);
     r := @extschema@.rl_policy_request(p, cost, max_wait);

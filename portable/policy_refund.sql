@@ -26,11 +26,12 @@ BEGIN
     IF p.kind OPERATOR(pg_catalog.=) 'concurrency'::pg_catalog.text THEN
         PERFORM @extschema@.rl_report_concurrency_refund($1, p.lease_us IS NOT NULL);
     END IF;
-    -- A sliding window (restored from the native extension): not kept here.
-    IF p.kind OPERATOR(pg_catalog.=) 'sliding'::pg_catalog.text THEN
-        PERFORM @extschema@.rl_require_sliding(p.storage);
-    END IF;
     PERFORM @extschema@.rl_require_writable('rate_limit_refund');
+    -- A sliding window lowers its current count (sliding.sql).
+    IF p.kind OPERATOR(pg_catalog.=) 'sliding'::pg_catalog.text THEN
+        d := @extschema@.rl_sliding_apply($1, $2, @extschema@.rl_sliding_limit(p), '0'::pg_catalog.float8, 'refund', $3);
+        RETURN @extschema@.rl_policy_answer(d, p, $1);
+    END IF;
     l := @extschema@.rl_policy_limit(p, $1, $2);
     IF p.shards > 1 THEN
         d := @extschema@.rl_sharded_call($1, $2, p, l, NULL::@extschema@.rl_request, 'refund', $3);

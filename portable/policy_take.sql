@@ -127,8 +127,9 @@ BEGIN
                 END IF;
                 IF $4 OPERATOR(pg_catalog.=) 'take'::pg_catalog.text AND $3 OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 THEN
                     UPDATE @extschema@.rl_buckets AS t
-                       SET (tokens, stamp_us, full_at_us)
-                           = ROW(left_over, now_us, greatest(now_us OPERATOR(pg_catalog.+) reset_us::bigint, stored_blocked_us))
+                       SET (tokens, stamp_us, full_at_us, previous)
+                           = ROW(left_over, now_us, greatest(now_us OPERATOR(pg_catalog.+) reset_us::bigint, stored_blocked_us),
+                                 '0'::pg_catalog.float8)
                      WHERE t.name OPERATOR(pg_catalog.=) $1 AND t.key OPERATOR(pg_catalog.=) $2
                        AND t.tokens OPERATOR(pg_catalog.=) stored_tokens
                        AND t.stamp_us OPERATOR(pg_catalog.=) stored_stamp_us
@@ -140,9 +141,10 @@ BEGIN
                         -- waits, which depend on nothing else, are the same.
                         now_us := @extschema@.rl_now();
                         UPDATE @extschema@.rl_buckets AS t
-                           SET (tokens, stamp_us, full_at_us)
+                           SET (tokens, stamp_us, full_at_us, previous)
                                = ROW(left_over, now_us,
-                                     greatest(now_us OPERATOR(pg_catalog.+) reset_us::bigint, t.blocked_until_us))
+                                     greatest(now_us OPERATOR(pg_catalog.+) reset_us::bigint, t.blocked_until_us),
+                                     '0'::pg_catalog.float8)
                          WHERE t.name OPERATOR(pg_catalog.=) $1 AND t.key OPERATOR(pg_catalog.=) $2
                            AND now_us OPERATOR(pg_catalog.<) '4611686018427387904'::bigint
                            AND t.stamp_us OPERATOR(pg_catalog.<=) now_us

@@ -1,14 +1,175 @@
 -- portable/take_all.sql: several limits at once, by their policies
--- (rl_take_all, which rate_limit_take_all calls).  Included by policies.sql,
--- after rl_take_buckets, and by the upgrade script to 0.4.0
+-- (rl_take_all, which rate_limit_take_all calls, and rl_take_buckets).
+-- Included by policies.sql and by the upgrade script to 0.4.0
 -- (update--0.3.0--0.4.0.sql).
+
+-- Takes request[b] from bucket (name[b], key[b]) under limit[b], a new one
+-- starting at initial[b] (NULL: full), for every b or for none (storage's
+-- TakeAll); the buckets are distinct and in canonical order (bytewise by
+-- name, then key).  A denial on the buckets as committed is final with
+-- nothing locked; a grant is decided again once every bucket is locked in
+-- that order, inside a subtransaction that a denial found then rolls back.
+-- Denied, every bucket reports what it holds; a new key below full is
+-- recorded and a denied limit with a penalty box starts it.  A bucket with
+-- b_sliding[b] is a sliding window's (sliding.sql): its row's previous is
+-- read and, when it is written, stored (b_sliding NULL: none is); a token
+-- bucket's write stores 0 there, as the native one does.
+CREATE FUNCTION rl_take_buckets(b_name text[], b_key text[], b_limit rl_limit[],
+                                b_request rl_request[], b_initial float8[], b_sliding boolean[] DEFAULT NULL,
+                                OUT all_allowed boolean, OUT b_decision rl_decision[])
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    buckets integer := pg_catalog.cardinality(b_name);
+    b_state @extschema@.rl_bucket[] := '{}';
+    b_previous float8[] := '{}';
+    previous float8;
+    b_exists boolean[] := '{}';
+    b_inserted boolean[] := pg_catalog.array_fill(false, ARRAY[pg_catalog.cardinality(b_name)]);
+    d @extschema@.rl_decision;
+    s @extschema@.rl_bucket;
+    now_us bigint;
+    wait float8;
+    inserted integer;
+BEGIN
+    b_sliding := coalesce(b_sliding, pg_catalog.array_fill(false, ARRAY[buckets]));
+    all_allowed := true;
+    b_decision := '{}';
+    IF buckets = 1 AND b_sliding[1] THEN
+        d := @extschema@.rl_sliding_apply(b_name[1], b_key[1], b_limit[1], b_request[1].cost, 'take');
+        b_decision[1] := d;
+        all_allowed := d.allowed;
+    ELSIF buckets = 1 THEN
+        d := @extschema@.rl_apply(b_name[1], b_key[1], b_limit[1], b_request[1], 'take', 0::float8, b_initial[1]);
+        b_decision[1] := d;
+        all_allowed := d.allowed;
+    ELSE
+        -- Every bucket as committed, nothing locked.
+        now_us := @extschema@.rl_now();
+        FOR b IN 1..buckets LOOP
+            SELECT t.tokens, t.stamp_us, t.blocked_until_us, t.previous INTO s.tokens, s.stamp_us, s.blocked_until_us, previous
+              FROM @extschema@.rl_buckets AS t WHERE t.name = b_name[b] AND t.key = b_key[b];
+            b_exists[b] := FOUND;
+            IF NOT FOUND THEN
+                s := ROW(coalesce(b_initial[b], b_limit[b].burst), now_us, @extschema@.rl_not_blocked())::@extschema@.rl_bucket;
+                previous := 0;
+            END IF;
+            b_state[b] := s;
+            b_previous[b] := previous;
+            b_decision[b] := @extschema@.rl_bucket_decide(s, previous, b_sliding[b], b_limit[b], b_request[b], now_us);
+            all_allowed := all_allowed AND b_decision[b].allowed;
+        END LOOP;
+        IF all_allowed THEN
+            BEGIN
+                FOR b IN 1..buckets LOOP
+                    -- The row locked, or a new key's first row, locked by
+                    -- being inserted; one inserted (or deleted) meanwhile:
+                    -- look again.
+                    LOOP
+                        SELECT t.tokens, t.stamp_us, t.blocked_until_us, t.previous INTO s.tokens, s.stamp_us, s.blocked_until_us, previous
+                          FROM @extschema@.rl_buckets AS t WHERE t.name = b_name[b] AND t.key = b_key[b] FOR UPDATE;
+                        EXIT WHEN FOUND;
+                        s := ROW(coalesce(b_initial[b], b_limit[b].burst), @extschema@.rl_now(), @extschema@.rl_not_blocked())::@extschema@.rl_bucket;
+                        previous := 0;
+                        INSERT INTO @extschema@.rl_buckets AS t
+                        VALUES (b_name[b], b_key[b], s.tokens, s.stamp_us, s.stamp_us, s.blocked_until_us)
+                        ON CONFLICT ON CONSTRAINT rl_buckets_pkey DO NOTHING;
+                        GET DIAGNOSTICS inserted = ROW_COUNT;
+                        IF inserted = 1 THEN
+                            b_inserted[b] := true;
+                            EXIT;
+                        END IF;
+                    END LOOP;
+                    b_exists[b] := NOT b_inserted[b];
+                    b_state[b] := s;
+                    b_previous[b] := previous;
+                END LOOP;
+                -- One clock reading once every wait is over.
+                now_us := @extschema@.rl_now();
+                FOR b IN 1..buckets LOOP
+                    IF b_inserted[b] THEN
+                        s := b_state[b];
+                        s.stamp_us := now_us;
+                        b_state[b] := s;
+                    END IF;
+                    b_decision[b] := @extschema@.rl_bucket_decide(b_state[b], b_previous[b], b_sliding[b], b_limit[b],
+                                                                  b_request[b], now_us);
+                    all_allowed := all_allowed AND b_decision[b].allowed;
+                END LOOP;
+                IF all_allowed IS NOT TRUE THEN
+                    RAISE SQLSTATE 'RLTA0';
+                END IF;
+                FOR b IN 1..buckets LOOP
+                    d := b_decision[b];
+                    IF d.write OR (b_inserted[b] AND b_initial[b] < b_limit[b].burst) THEN
+                        UPDATE @extschema@.rl_buckets AS t
+                           SET tokens = (d.next).tokens, stamp_us = (d.next).stamp_us,
+                               full_at_us = @extschema@.rl_full_at(d, now_us),
+                               blocked_until_us = (d.next).blocked_until_us,
+                               previous = CASE WHEN b_sliding[b]
+                                               THEN (@extschema@.rl_sliding_refill(ROW(b_state[b].tokens, b_state[b].stamp_us, b_previous[b])::@extschema@.rl_window,
+                                                                                   b_limit[b], now_us)).previous
+                                               ELSE '0'::pg_catalog.float8 END
+                         WHERE t.name = b_name[b] AND t.key = b_key[b];
+                    ELSIF b_inserted[b] THEN
+                        DELETE FROM @extschema@.rl_buckets AS t WHERE t.name = b_name[b] AND t.key = b_key[b];
+                    END IF;
+                END LOOP;
+            EXCEPTION WHEN SQLSTATE 'RLTA0' THEN
+                -- Rolled back: the rows inserted to be locked are gone again.
+                FOR b IN 1..buckets LOOP
+                    IF b_inserted[b] THEN
+                        b_exists[b] := false;
+                    END IF;
+                END LOOP;
+            END;
+        END IF;
+        IF NOT all_allowed THEN
+            -- Nothing was taken: every bucket reports what it holds; one that
+            -- would have granted alone still says so, with its wait.
+            now_us := @extschema@.rl_now();
+            FOR b IN 1..buckets LOOP
+                IF b_decision[b].allowed THEN
+                    wait := b_decision[b].retry_after;
+                    d := @extschema@.rl_bucket_decide(b_state[b], b_previous[b], b_sliding[b], b_limit[b],
+                                                      ROW(0, false, false, 0, 'Infinity')::@extschema@.rl_request, now_us);
+                    d.allowed := true;
+                    d.retry_after := wait;
+                    b_decision[b] := d;
+                END IF;
+            END LOOP;
+        END IF;
+    END IF;
+
+    -- A denied key never seen before still starts earning now; a limit with
+    -- a penalty box that denied starts its box.
+    IF NOT all_allowed AND buckets > 1 THEN
+        FOR b IN 1..buckets LOOP
+            IF b_limit[b].penalty_us > 0 AND NOT b_decision[b].allowed AND b_request[b].cost > 0 THEN
+                d := @extschema@.rl_apply(b_name[b], b_key[b], b_limit[b], b_request[b], 'penalize', 0::float8, b_initial[b]);
+                -- The box stored is the one to wait for.
+                IF d.retry_after > b_decision[b].retry_after THEN
+                    wait := d.retry_after;
+                    d := b_decision[b];
+                    d.retry_after := wait;
+                    b_decision[b] := d;
+                END IF;
+            ELSIF NOT b_exists[b] AND b_initial[b] < b_limit[b].burst THEN
+                PERFORM @extschema@.rl_apply(b_name[b], b_key[b], b_limit[b], b_request[b], 'record', 0::float8, b_initial[b]);
+            END IF;
+        END LOOP;
+    END IF;
+
+END
+$$;
 
 -- The buckets b_* but those left_out, all or none, in rounds
 -- (TakeEnforced): the buckets taken in a round are all but the report-only
 -- ones left out after their would-be denial.  A bucket left out from the
 -- start (a concurrency limit's) has no decision.
 CREATE FUNCTION rl_take_rounds(b_name text[], b_key text[], b_limit rl_limit[], b_request rl_request[],
-                               b_initial float8[], b_enforce boolean[], left_out boolean[],
+                               b_initial float8[], b_sliding boolean[], b_enforce boolean[], left_out boolean[],
                                OUT all_allowed boolean, OUT b_decision rl_decision[])
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -28,7 +189,8 @@ BEGIN
                                                ARRAY(SELECT b_key[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o),
                                                ARRAY(SELECT b_limit[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o),
                                                ARRAY(SELECT b_request[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o),
-                                               ARRAY(SELECT b_initial[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o)) AS t;
+                                               ARRAY(SELECT b_initial[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o),
+                                               ARRAY(SELECT b_sliding[b] FROM pg_catalog.unnest(taking_at) WITH ORDINALITY AS u(b, o) ORDER BY o)) AS t;
         END IF;
         FOR i IN 1..pg_catalog.cardinality(taking_at) LOOP
             b_decision[taking_at[i]] := a_decision[i];
@@ -47,7 +209,7 @@ BEGIN
     END LOOP;
 END
 $$;
-COMMENT ON FUNCTION rl_take_rounds(text[], text[], rl_limit[], rl_request[], float8[], boolean[], boolean[]) IS
+COMMENT ON FUNCTION rl_take_rounds(text[], text[], rl_limit[], rl_request[], float8[], boolean[], boolean[], boolean[]) IS
     'takes the buckets given but those left out, all or none, leaving out the report-only ones that would deny';
 
 -- Takes costs[i] (1 each when NULL) from (names[i], keys[i]) under policy
@@ -79,6 +241,7 @@ DECLARE
     b_request @extschema@.rl_request[] := '{}';
     b_initial float8[] := '{}';
     b_enforce boolean[] := '{}';
+    b_sliding boolean[] := '{}';         -- a sliding window's
     b_decision @extschema@.rl_decision[] := '{}';
     b_held integer[] := '{}';            -- max_held of a concurrency limit, else 0
     b_lease bigint[] := '{}';            -- a concurrency limit's lease, else NULL
@@ -129,17 +292,16 @@ BEGIN
     FOR i IN 1..count LOOP
         PERFORM @extschema@.rl_check_name_and_key(names[i], keys[i]);
         p := @extschema@.rl_policy(names[i]);
-        -- A sliding window (restored from the native extension): not kept here.
-        IF p.kind OPERATOR(pg_catalog.=) 'sliding'::pg_catalog.text THEN
-            PERFORM @extschema@.rl_require_sliding(p.storage);
-        END IF;
         IF p.shards > 1 THEN
             PERFORM @extschema@.rl_report_sharded_take_all(names[i]);
         END IF;
-        l := @extschema@.rl_policy_limit(p, names[i], keys[i]);
+        l := CASE WHEN p.kind = 'sliding' THEN @extschema@.rl_sliding_limit(p)
+                  ELSE @extschema@.rl_policy_limit(p, names[i], keys[i]) END;
         r := @extschema@.rl_policy_request(p, coalesce(costs[i], 1), max_wait);
         IF p.kind = 'concurrency' THEN
             PERFORM @extschema@.rl_places(p, names[i], r.cost);
+        ELSIF p.kind = 'sliding' THEN
+            PERFORM @extschema@.rl_check_sliding_request(l, r);
         ELSE
             PERFORM @extschema@.rl_check_request(l, r, 'policy', l.rate);
         END IF;
@@ -172,6 +334,7 @@ BEGIN
             b_request[buckets] := given_request[c];
             b_initial[buckets] := given_policy[c].initial;
             b_enforce[buckets] := given_policy[c].enforce;
+            b_sliding[buckets] := given_policy[c].kind = 'sliding';
             b_held[buckets] := CASE WHEN given_policy[c].kind = 'concurrency'
                                     THEN given_policy[c].burst::integer ELSE 0 END;
             b_lease[buckets] := given_policy[c].lease_us;
@@ -181,7 +344,9 @@ BEGIN
         bucket_of[c] := buckets;
     END LOOP;
     FOR b IN 1..buckets LOOP
-        IF b_held[b] = 0 THEN
+        IF b_sliding[b] THEN
+            PERFORM @extschema@.rl_check_sliding_request(b_limit[b], b_request[b]);
+        ELSIF b_held[b] = 0 THEN
             PERFORM @extschema@.rl_check_request(b_limit[b], b_request[b], 'policy', b_limit[b].rate);
         END IF;
     END LOOP;
@@ -206,7 +371,7 @@ BEGIN
       FROM pg_catalog.generate_series(1, buckets) AS b;
     IF NOT holds_places THEN
         SELECT t.all_allowed, t.b_decision INTO all_allowed, b_decision
-          FROM @extschema@.rl_take_rounds(b_name, b_key, b_limit, b_request, b_initial, b_enforce, left_out) AS t;
+          FROM @extschema@.rl_take_rounds(b_name, b_key, b_limit, b_request, b_initial, b_sliding, b_enforce, left_out) AS t;
     ELSE
         -- A place none could give denies at once, before any bucket is
         -- taken: a bucket's row may be locked by the very transaction that
@@ -224,7 +389,7 @@ BEGIN
         IF kept THEN
             BEGIN
                 SELECT t.all_allowed, t.b_decision INTO all_allowed, b_decision
-                  FROM @extschema@.rl_take_rounds(b_name, b_key, b_limit, b_request, b_initial, b_enforce, left_out) AS t;
+                  FROM @extschema@.rl_take_rounds(b_name, b_key, b_limit, b_request, b_initial, b_sliding, b_enforce, left_out) AS t;
                 IF all_allowed THEN
                     FOR b IN 1..buckets LOOP
                         CONTINUE WHEN b_held[b] = 0;
@@ -247,6 +412,9 @@ BEGIN
                 IF b_held[b] > 0 AND b IS DISTINCT FROM denied_hold THEN
                     b_decision[b] := @extschema@.rl_places_decision(b_name[b], b_key[b], b_held[b], b_request[b].cost::integer,
                                                              b_lease[b], false);
+                ELSIF b_sliding[b] AND NOT kept THEN
+                    b_decision[b] := @extschema@.rl_sliding_apply(b_name[b], b_key[b], b_limit[b], b_request[b].cost,
+                                                                  'check'::text);
                 ELSIF b_held[b] = 0 AND NOT kept THEN
                     b_decision[b] := @extschema@.rl_apply(b_name[b], b_key[b], b_limit[b], b_request[b],
                                                           'check'::text, 0::float8, b_initial[b]);

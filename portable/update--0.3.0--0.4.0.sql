@@ -18,7 +18,14 @@ DROP FUNCTION rl_policies_change();
 \ir policy_changes.sql
 \ir memory_engine.sql
 \ir concurrency.sql
+-- A sliding window's count of the window before, beside a bucket's state
+-- (a token bucket keeps 0 there), and its algebra (sliding.sql), which
+-- replaces 0.3.0's refusal.
+ALTER TABLE @extschema@.rl_buckets ADD COLUMN previous float8 NOT NULL DEFAULT '0'::pg_catalog.float8;
 \ir sliding.sql
+-- A token bucket's write stores previous 0 (apply.sql, the quick path of
+-- policy_take.sql and take_all.sql's rl_take_buckets).
+\ir apply.sql
 -- rate_limit_define's new last parameter, enforce, with its column in
 -- rl_policies and the view rate_limit_policies; the columns of concurrency
 -- limits and rate_limit_define_concurrency (places held until the
@@ -41,6 +48,8 @@ DROP FUNCTION rl_policies_change();
 -- A report-only policy (enforce false) starts no penalty box and answers
 -- its would-be denials as allowed, also among several limits at once.
 \ir policy_decide.sql
+-- rl_take_buckets takes sliding windows too (b_sliding).
+DROP FUNCTION rl_take_buckets(text[], text[], rl_limit[], rl_request[], float8[]);
 \ir take_all.sql
 -- rate_limit_refund refuses a concurrency limit.
 \ir policy_refund.sql

@@ -1,24 +1,15 @@
 --
--- The portable limiter keeps no sliding windows in this version: it
--- refuses to define one (0A000), storing nothing, rather than decide it as
--- a token bucket.
+-- Sliding windows in the portable limiter: the calls of
+-- test/sql/include/sliding_window.sql, with the native extension's answers
+-- (test/sql/native/sliding_window.sql), in the portable limiter's table
+-- (portable/sliding.sql).
 --
 \i test/sql/include/error_of.sql
 \set SHOW_CONTEXT never
-SELECT pg_temp.error_of($$SELECT rate_limit_define_sliding_window('sw', 5, '10 seconds')$$);
+\i test/sql/include/sliding_window.sql
+SELECT name, storage FROM rate_limit_policies WHERE name LIKE 'sw%' ORDER BY name;
+SELECT rate_limit_drop('sw'), rate_limit_drop('sw-bucket');
+-- The memory engine is the native extension's: a sliding window kept there
+-- is refused (0A000), and nothing is stored.
+SELECT pg_temp.error_of($$SELECT rate_limit_define_sliding_window('sw', 5, '10 seconds', 'memory')$$);
 SELECT count(*) FROM rate_limit_policies WHERE name = 'sw';
--- One restored from the native extension (the row as it stores it) is
--- refused by every call rather than decided as a token bucket, and stores
--- nothing.
-INSERT INTO rl_policies (name, rate, per, burst, kind) VALUES ('sw', 5, '10 seconds', 5, 'sliding');
--- A key with a row already (its common case, portable/policy_take.sql, too).
-INSERT INTO rl_buckets (name, key, tokens, stamp_us, full_at_us, blocked_until_us)
-VALUES ('sw', 'kept', 5, 0, 0, -9223372036854775808);
-SELECT pg_temp.error_of($$SELECT rate_limit_take('sw', 'kept')$$);
-SELECT pg_temp.error_of($$SELECT rate_limit_take('sw', 'k')$$);
-SELECT pg_temp.error_of($$SELECT rate_limit_check('sw', 'k')$$);
-SELECT pg_temp.error_of($$SELECT rate_limit_refund('sw', 'k', 1)$$);
-SELECT pg_temp.error_of($$SELECT rate_limit_take_all(ARRAY['sw'], ARRAY['k'])$$);
-SELECT key, tokens FROM rl_buckets WHERE name = 'sw';
-DELETE FROM rl_buckets WHERE name = 'sw';
-SELECT rate_limit_drop('sw');
