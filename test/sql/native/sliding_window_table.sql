@@ -8,13 +8,13 @@
 SET ratelimit.fixed_clock = 1000;
 SELECT name FROM rate_limit_define_sliding_window('sw', 5, '10 seconds');
 SELECT allowed FROM rate_limit_take('sw', 'k', 3);
-SELECT key, tokens, extract(epoch FROM last_refill) AS last_refill, previous,
-       extract(epoch FROM full_at) AS full_at
+SELECT key, tokens, extract(epoch FROM last_refill)::float8 AS last_refill, previous,
+       extract(epoch FROM full_at)::float8 AS full_at
   FROM ratelimit.buckets WHERE name = 'sw';
 SET ratelimit.fixed_clock = 1012;
 SELECT allowed FROM rate_limit_take('sw', 'k', 1);
-SELECT key, tokens, extract(epoch FROM last_refill) AS last_refill, previous,
-       extract(epoch FROM full_at) AS full_at
+SELECT key, tokens, extract(epoch FROM last_refill)::float8 AS last_refill, previous,
+       extract(epoch FROM full_at)::float8 AS full_at
   FROM ratelimit.buckets WHERE name = 'sw';
 -- A denial writes nothing: the row's version is the one before it.
 SELECT xmin::text AS version_xmin, ctid::text AS version_ctid
