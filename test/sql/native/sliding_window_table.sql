@@ -47,4 +47,21 @@ SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET initial = 1 WHERE name =
 SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET shards = 2 WHERE name = 'sw'$$);
 SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET lease = '1 second' WHERE name = 'sw'$$);
 SELECT rate_limit_drop('sw'), rate_limit_drop('tb');
+
+-- Windows are multiples of their length since the Unix epoch, the length
+-- counted as date_part('epoch', ...) counts an interval: a day starts at
+-- 00:00 UTC, a week on a Thursday (1970-01-01 was one), a month is 30 days
+-- (not a calendar month), a year 365.25 days.  A take at 2026-11-26
+-- 00:00:00 UTC counts until the second boundary after it (reset_after).
+SET ratelimit.fixed_clock = 1795651200;
+SELECT w AS "window",
+       to_timestamp(1795651200 + d.reset_after
+                    - 2 * date_part('epoch', w::interval)) AT TIME ZONE 'UTC' AS window_start,
+       to_timestamp(1795651200 + d.reset_after
+                    - date_part('epoch', w::interval)) AT TIME ZONE 'UTC' AS window_end
+  FROM unnest(ARRAY['1 day', '1 week', '1 month', '1 year']) WITH ORDINALITY AS u(w, i),
+       LATERAL rate_limit_define_sliding_window('sw ' || w, 1, w::interval) AS p,
+       LATERAL rate_limit_take('sw ' || w, 'k') AS d
+ ORDER BY i;
+SELECT count(*) FILTER (WHERE rate_limit_drop(name)) FROM ratelimit.policies WHERE name LIKE 'sw %';
 RESET ratelimit.fixed_clock;
