@@ -38,6 +38,14 @@ SELECT key, tokens, previous FROM ratelimit.buckets WHERE name = 'sw';
 SELECT name, kind FROM rate_limit_define_sliding_window('sw', 5, '10 seconds');
 SELECT allowed, remaining FROM rate_limit_check('sw', 'k', 0);
 
+-- Defined again with a smaller max_count, a key's room in the current
+-- window is capped at the new max_count: what the window granted before
+-- is not counted against it (3 of 10, then 5 of 5: 8 in one window).
+SELECT name FROM rate_limit_define_sliding_window('sw', 10, '10 seconds');
+SELECT allowed FROM rate_limit_take('sw', 'smaller', 3);
+SELECT name FROM rate_limit_define_sliding_window('sw', 5, '10 seconds');
+SELECT allowed, remaining FROM rate_limit_take('sw', 'smaller', 5);
+
 -- The constraint: rate equal to burst, every bucket option at its default.
 SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET rate = 4 WHERE name = 'sw'$$);
 SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET fixed_window = true WHERE name = 'sw'$$);
