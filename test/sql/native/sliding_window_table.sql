@@ -46,6 +46,17 @@ SELECT allowed FROM rate_limit_take('sw', 'smaller', 3);
 SELECT name FROM rate_limit_define_sliding_window('sw', 5, '10 seconds');
 SELECT allowed, remaining FROM rate_limit_take('sw', 'smaller', 5);
 
+-- A sliding window has no penalty box: defined again as one, a token
+-- bucket's key that is boxed is judged by the window alone.
+-- (8 of 10 taken, a denial of 3 starts the box, which then denies 1.)
+SELECT name FROM rate_limit_define('sw', 1, '1 hour', 10, penalty => '1 hour');
+SELECT allowed FROM rate_limit_take('sw', 'boxed', 8);
+SELECT allowed FROM rate_limit_take('sw', 'boxed', 3);
+SELECT allowed, remaining, retry_after FROM rate_limit_take('sw', 'boxed');
+SELECT name FROM rate_limit_define_sliding_window('sw', 10, '10 seconds');
+SELECT allowed, remaining FROM rate_limit_take('sw', 'boxed');
+SELECT name FROM rate_limit_define_sliding_window('sw', 5, '10 seconds');
+
 -- The constraint: rate equal to burst, every bucket option at its default.
 SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET rate = 4 WHERE name = 'sw'$$);
 SELECT pg_temp.error_of($$UPDATE ratelimit.policies SET fixed_window = true WHERE name = 'sw'$$);
