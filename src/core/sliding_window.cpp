@@ -52,14 +52,24 @@ RestartMicros(const Limit &limit) noexcept
 	return two_windows > kHour ? two_windows : kHour;
 }
 
-/* The room of `refilled` (SlidingRefill's answer at some instant) at the
- * instant it was brought to. */
+/* The room of `refilled` (SlidingRefill's answer at at_us) at at_us.  A
+ * clock behind the stamp (which SlidingRefill keeps) weighs previous as it
+ * weighs at at_us in the stamp's window, and in full in an earlier one:
+ * what is granted then counts as the stamp's window's, while the window
+ * at_us is in holds previous already (the one just before the stamp's), or
+ * an unknown count (one further back).  So the room never shrinks as the
+ * clock moves on. */
 double
-RoomOf(const Bucket &refilled, const Limit &limit) noexcept
+RoomAt(const Bucket &refilled, const Limit &limit, std::int64_t at_us) noexcept
 {
 	if (!(refilled.previous > 0.0))
 		return refilled.tokens;
-	return refilled.tokens - refilled.previous * PreviousWeight(limit, refilled.stamp_us);
+	double weight = 1.0;
+	if (at_us >= refilled.stamp_us)
+		weight = PreviousWeight(limit, refilled.stamp_us);
+	else if (WindowStart(limit, at_us) == WindowStart(limit, refilled.stamp_us))
+		weight = PreviousWeight(limit, at_us);
+	return refilled.tokens - refilled.previous * weight;
 }
 
 /* Seconds from now_us until the room of `from` reaches `target`: 0 if it
@@ -67,20 +77,21 @@ RoomOf(const Bucket &refilled, const Limit &limit) noexcept
 double
 SecondsToRoom(const Bucket &from, const Limit &limit, std::int64_t now_us, double target) noexcept
 {
-	const std::int64_t start = from.stamp_us > now_us ? from.stamp_us : now_us;
 	auto holds = [&](std::int64_t at) { return SlidingRoom(from, limit, at) >= target; };
-	if (holds(start))
-		return (static_cast<double>(start) - static_cast<double>(now_us)) / kMicros;
+	if (holds(now_us))
+		return 0.0;
 	if (!(target <= limit.burst))
 		return kInfinity;
-	/* Two boundaries on, nothing counts any more: the room is N. */
-	Wide last = WindowStart(limit, start) + 2 * Wide(limit.window_us);
+	/* Two boundaries after the stamp (or now, if later), nothing counts any
+	 * more: the room is N. */
+	const std::int64_t later = from.stamp_us > now_us ? from.stamp_us : now_us;
+	Wide last = WindowStart(limit, later) + 2 * Wide(limit.window_us);
 	if (last > Wide(INT64_MAX))
 		last = INT64_MAX;
 	std::int64_t hi = static_cast<std::int64_t>(last);
 	if (!holds(hi))
 		return kInfinity;
-	std::int64_t lo = start; /* does not hold */
+	std::int64_t lo = now_us; /* does not hold */
 	while (hi - lo > 1) {
 		const std::int64_t mid = lo + (hi - lo) / 2;
 		if (holds(mid))
@@ -150,7 +161,7 @@ SlidingRefill(const Bucket &stored, const Limit &limit, std::int64_t now_us) noe
 double
 SlidingRoom(const Bucket &stored, const Limit &limit, std::int64_t at_us) noexcept
 {
-	return RoomOf(SlidingRefill(stored, limit, at_us), limit);
+	return RoomAt(SlidingRefill(stored, limit, at_us), limit, at_us);
 }
 
 Decision
@@ -160,14 +171,14 @@ SlidingDecide(const Bucket &stored, const Limit &limit, const Request &request,
 	const Bucket current = SlidingRefill(stored, limit, now_us);
 	/* A restarted stamp must be stored, even by a denial (as for a bucket). */
 	const bool restarted = current.stamp_us < stored.stamp_us;
-	const double room = RoomOf(current, limit);
+	const double room = RoomAt(current, limit, now_us);
 	Decision d{};
 	d.allowed = request.cost <= room;
 	d.next = current;
 	if (d.allowed) {
 		d.next.tokens -= request.cost;
 		d.write = request.cost > 0.0 || restarted;
-		d.remaining = RoomOf(d.next, limit);
+		d.remaining = RoomAt(d.next, limit, now_us);
 	} else {
 		d.write = restarted;
 		d.remaining = room;
@@ -188,7 +199,7 @@ SlidingRefund(const Bucket &stored, const Limit &limit, double amount, std::int6
 	d.refunded = capped ? limit.burst - current.tokens : amount;
 	d.write = d.next.tokens != stored.tokens || d.next.stamp_us != stored.stamp_us ||
 	          d.next.previous != stored.previous;
-	d.remaining = RoomOf(d.next, limit);
+	d.remaining = RoomAt(d.next, limit, now_us);
 	SetWaits(d, d.next, limit, now_us, 0.0);
 	return d;
 }

@@ -50,7 +50,10 @@ Status SlidingValidate(const Limit &limit, const Request &request) noexcept;
 /* Refill() of a sliding window: brings `stored` to the window of `now_us`
  * (current becomes previous one window on, both go to 0 two or more on).
  * A clock that stepped back keeps the stamp, unless it is further ahead
- * than an hour and two windows: then it restarts at now_us. */
+ * than an hour and two windows: then it restarts at now_us.  (Behind the
+ * stamp, SlidingRoom weighs previous as at now_us in the stamp's window,
+ * in full before it: a clock that steps back at most a window grants no
+ * more than N in the window it steps into either.) */
 Bucket SlidingRefill(const Bucket &stored, const Limit &limit, std::int64_t now_us) noexcept;
 
 /* N - estimate(at_us) of `bucket` brought to at_us: what a take may cost. */

@@ -443,6 +443,28 @@ LongTextOf(const Slot &slot)
 	return place;
 }
 
+/* `stored` as a slot keeps it under `limit` (SlotBucket). */
+SlotBucket
+SlotBucketOf(const core::Bucket &stored, const core::Limit &limit)
+{
+	SlotBucket b{stored.tokens, stored.stamp_us, stored.blocked_until_us};
+	if (limit.sliding)
+		memcpy(&b.box_or_previous, &stored.previous, sizeof(double));
+	return b;
+}
+
+/* The bucket `slot` keeps under `limit`, its last recorded call's. */
+core::Bucket
+BucketOf(const SlotBucket &kept, const core::Limit &limit)
+{
+	core::Bucket b{kept.tokens, kept.stamp_us, kept.box_or_previous};
+	if (limit.sliding) {
+		b.blocked_until_us = core::kNotBlocked;
+		memcpy(&b.previous, &kept.box_or_previous, sizeof(double));
+	}
+	return b;
+}
+
 /* Whether `slot` may be given to another bucket at `now`. */
 bool
 Evictable(MemoryTable *table, Slot &slot, TimestampTz now)
@@ -474,13 +496,14 @@ struct SavedBucket {
 	int key_bytes;
 	bool remembers; /* its limit starts a new key below full */
 	bool kept;
+	bool sliding;        /* its limit is a sliding window's (false in the formats before) */
 	double start_tokens; /* what a new key starts with under its limit */
 	SavedLimit limit;
-	/* core::Bucket's fields of a token bucket (a sliding window's are not
-	 * saved: see WorthSaving) */
+	/* core::Bucket, as a slot keeps it (SlotBucket): a token bucket's
+	 * penalty box or a sliding window's previous count in one word */
 	double tokens;
 	int64 stamp_us;
-	int64 blocked_until_us;
+	int64 box_or_previous;
 };
 
 /* The file's header. */
@@ -504,12 +527,15 @@ struct SavedPolicy {
 /* The file's format, numbered by hand: whenever a layout above changes (a
  * static_assert below fails) or a field's meaning does, the magic number
  * changes with it, so that a file of another format loads nothing. */
-constexpr uint32 kSaveMagic = 0x524C4D36; /* "RLM6" */
+constexpr uint32 kSaveMagic = 0x524C4D37; /* "RLM7" */
 static_assert(sizeof(SavedBucket) == 96, "the save file's bucket changed: change kSaveMagic");
 static_assert(sizeof(SavedHeader) == 32, "the save file's header changed: change kSaveMagic");
 static_assert(sizeof(SavedPolicy) == 8, "the save file's policy changed: change kSaveMagic");
-/* The format before, whose header ends before `policies` (none follow its
- * buckets), is loaded too. */
+/* The format before, the same but for `sliding` (its buckets are all token
+ * buckets: a sliding window was not saved), is loaded too. */
+constexpr uint32 kSave6Magic = 0x524C4D36; /* "RLM6" */
+/* And the one before it, whose header ends before `policies` (none follow
+ * its buckets). */
 constexpr uint32 kSave5Magic = 0x524C4D35; /* "RLM5" */
 constexpr size_t kSave5HeaderBytes = offsetof(SavedHeader, policies);
 static_assert(kSave5HeaderBytes == 24, "the header of the format before is 24 bytes");
@@ -529,9 +555,11 @@ SavedOf(MemoryTable *table, Slot &slot)
 	saved.start_tokens = core::StartTokens(limit);
 	saved.limit = SavedLimit{limit.rate,     limit.burst,      limit.window_us,
 	                         limit.phase_us, limit.floor_rate, limit.penalty_us};
-	saved.tokens = escrow.bucket.tokens;
-	saved.stamp_us = escrow.bucket.stamp_us;
-	saved.blocked_until_us = escrow.bucket.blocked_until_us;
+	saved.sliding = limit.sliding;
+	const SlotBucket kept = SlotBucketOf(escrow.bucket, limit);
+	saved.tokens = kept.tokens;
+	saved.stamp_us = kept.stamp_us;
+	saved.box_or_previous = kept.box_or_previous;
 	return saved;
 }
 
@@ -546,6 +574,7 @@ LimitOf(const SavedBucket &saved)
 	limit.penalty_us = saved.limit.penalty_us;
 	limit.has_initial = true;
 	limit.initial = saved.start_tokens;
+	limit.sliding = saved.sliding;
 	return limit;
 }
 
@@ -553,10 +582,7 @@ LimitOf(const SavedBucket &saved)
 bool
 WorthSaving(MemoryTable *table, Slot &slot, TimestampTz now)
 {
-	/* A sliding window's previous count has no place in the file: its
-	 * buckets start afresh, as after a crash. */
-	return slot.used && !slot.absent && !Evictable(table, slot, now) &&
-	       !EscrowOf(table, slot).limit.sliding;
+	return slot.used && !slot.absent && !Evictable(table, slot, now);
 }
 
 /* Whether the server's last shutdown was clean: the control file says so
@@ -675,13 +701,14 @@ LoadSavedBuckets(MemoryTable *table)
 	 * is older than what happened since, and the buckets start afresh.
 	 * A file whose CRC does not match loads nothing. */
 	SavedHeader header{};
-	bool ok =
-	    ShutdownWasClean() && SaveFileIntact(file) &&
-	    fread(&header, kSave5HeaderBytes, 1, file) == 1 &&
-	    (header.magic == kSave5Magic ||
-	     (header.magic == kSaveMagic && fread(reinterpret_cast<char *>(&header) + kSave5HeaderBytes,
-	                                          sizeof(header) - kSave5HeaderBytes, 1, file) == 1)) &&
-	    header.bucket_bytes == sizeof(SavedBucket) && header.count >= 0 && header.policies >= 0;
+	bool ok = ShutdownWasClean() && SaveFileIntact(file) &&
+	          fread(&header, kSave5HeaderBytes, 1, file) == 1 &&
+	          (header.magic == kSave5Magic ||
+	           ((header.magic == kSaveMagic || header.magic == kSave6Magic) &&
+	            fread(reinterpret_cast<char *>(&header) + kSave5HeaderBytes,
+	                  sizeof(header) - kSave5HeaderBytes, 1, file) == 1)) &&
+	          header.bucket_bytes == sizeof(SavedBucket) && header.count >= 0 &&
+	          header.policies >= 0;
 	/* With as many sets as before, the seed of before puts every bucket
 	 * back in the set it fitted in; otherwise they are placed afresh, and
 	 * some may find no room. */
@@ -699,6 +726,8 @@ LoadSavedBuckets(MemoryTable *table)
 		         static_cast<size_t>(saved.name_bytes + saved.key_bytes);
 		if (!ok)
 			break;
+		if (header.magic != kSaveMagic)
+			saved.sliding = false;
 		const KeyHash hash = SlotHash(table->seed, saved.database, text, saved.name_bytes,
 		                              text + saved.name_bytes, saved.key_bytes);
 		const int s = static_cast<int>(hash.hash % static_cast<uint64>(table->sets));
@@ -724,11 +753,9 @@ LoadSavedBuckets(MemoryTable *table)
 		         PolicyOf(table, saved.database, text, saved.name_bytes), id, text_at);
 		slot.kept = saved.kept;
 		slot.kept_by = 0;
-		const Stored stored = StoreEscrow(
-		    table, slot,
-		    core::SettledEscrow(core::Bucket{saved.tokens, saved.stamp_us, saved.blocked_until_us},
-		                        limit),
-		    true);
+		const SlotBucket kept{saved.tokens, saved.stamp_us, saved.box_or_previous};
+		const Stored stored =
+		    StoreEscrow(table, slot, core::SettledEscrow(BucketOf(kept, limit), limit), true);
 		Assert(stored == Stored::kStored);
 		(void)stored;
 		ReleaseLimit(table, pin);
@@ -832,28 +859,6 @@ TextOf(MemoryTable *table, Slot &slot)
 	if (slot.name_bytes + slot.key_bytes <= kInlineBytes)
 		return slot.text;
 	return ChunkAt(table, LongTextOf(slot).text_at);
-}
-
-/* `stored` as a slot keeps it under `limit` (SlotBucket). */
-SlotBucket
-SlotBucketOf(const core::Bucket &stored, const core::Limit &limit)
-{
-	SlotBucket b{stored.tokens, stored.stamp_us, stored.blocked_until_us};
-	if (limit.sliding)
-		memcpy(&b.box_or_previous, &stored.previous, sizeof(double));
-	return b;
-}
-
-/* The bucket `slot` keeps under `limit`, its last recorded call's. */
-core::Bucket
-BucketOf(const SlotBucket &kept, const core::Limit &limit)
-{
-	core::Bucket b{kept.tokens, kept.stamp_us, kept.box_or_previous};
-	if (limit.sliding) {
-		b.blocked_until_us = core::kNotBlocked;
-		memcpy(&b.previous, &kept.box_or_previous, sizeof(double));
-	}
-	return b;
 }
 
 core::EscrowState

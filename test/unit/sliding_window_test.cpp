@@ -9,6 +9,7 @@
  */
 #include "test_helpers.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -176,6 +177,32 @@ TEST(SlidingWindow, AClockThatStepsBackKeepsTheStamp)
 	EXPECT_DOUBLE_EQ(d.retry_after, 25.0);
 }
 
+/* A clock that steps back into the window before the stamp's counts that
+ * window's grants (previous) in full: the calls it grants count as the
+ * stamp's window's (current), and the window they are decided in holds
+ * previous already.  Stepped back within the stamp's window, previous
+ * weighs what it weighs then, not less. */
+TEST(SlidingWindow, AClockThatStepsBackGrantsNoMoreThanNInTheWindowItStepsInto)
+{
+	const Limit limit = Sliding(5, kW);
+	Bucket b = FullBucket(limit, kT0);
+	ASSERT_TRUE(TakeAt(b, limit, 5, kT0 + kSecond).allowed);
+	/* 9 s into the next window: 5 * 0.1 + 1 <= 5. */
+	ASSERT_TRUE(TakeAt(b, limit, 1, kT0 + kW + 9 * kSecond).allowed);
+	/* Back in the first window, which holds 5 already. */
+	Decision d = TakeAt(b, limit, 1, kT0 + 5 * kSecond);
+	EXPECT_FALSE(d.allowed);
+	EXPECT_DOUBLE_EQ(d.remaining, -1.0);
+	/* Granted once 5 * w + 1 + 1 <= 5: from 4 s into the second window
+	 * on. */
+	EXPECT_DOUBLE_EQ(d.retry_after, 7.0 + 2.0);
+	/* Back 2 s into the second window: 5 * 0.8 + 1 + 1 > 5. */
+	EXPECT_FALSE(TakeAt(b, limit, 1, kT0 + kW + 2 * kSecond).allowed);
+	EXPECT_TRUE(TakeAt(b, limit, 1, kT0 + kW + 4 * kSecond).allowed);
+	/* The first window granted 5, the second 2. */
+	EXPECT_DOUBLE_EQ(SlidingRoom(b, limit, kT0 + kW + 9 * kSecond), 5 - 0.5 - 2.0);
+}
+
 /* Whether a call of `cost` at `at` on `b` is granted. */
 bool
 Grants(const Bucket &b, const Limit &limit, double cost, std::int64_t at)
@@ -221,18 +248,25 @@ TEST(SlidingWindow, WaitsAreExactToTheMicrosecond)
 	}
 }
 
-TEST(SlidingWindow, NeverMoreThanNInOneAlignedWindow)
+/* Rounds of 400 takes of whole and half units (sums are exact) under
+ * limits of 1 to 12 in 10 s, the clock moved before each by `step` (from
+ * the instant before and the latest one yet); fails when the grants
+ * decided in one aligned window add up to more than N. */
+template <typename Step>
+void
+ExpectNoMoreThanNInOneAlignedWindow(std::uint64_t seed, int rounds, Step step)
 {
-	std::mt19937_64 rng(42);
-	for (int round = 0; round < 200; round++) {
+	std::mt19937_64 rng(seed);
+	for (int round = 0; round < rounds; round++) {
 		const double n = 1 + static_cast<double>(rng() % 12);
 		const Limit limit = Sliding(n, kW);
 		Bucket b = FullBucket(limit, kT0);
 		std::map<std::int64_t, double> granted; /* by window */
 		std::int64_t t = kT0;
+		std::int64_t latest = t;
 		for (int i = 0; i < 400; i++) {
-			t += static_cast<std::int64_t>(rng() % (kW / 4));
-			/* Whole and half units: sums are exact. */
+			t = step(rng, t, latest);
+			latest = std::max(latest, t);
 			const double cost = static_cast<double>(rng() % 7) / 2.0;
 			if (cost > n)
 				continue;
@@ -242,6 +276,29 @@ TEST(SlidingWindow, NeverMoreThanNInOneAlignedWindow)
 		for (const auto &[window, sum] : granted)
 			ASSERT_LE(sum, n) << "round " << round << " window " << window;
 	}
+}
+
+TEST(SlidingWindow, NeverMoreThanNInOneAlignedWindow)
+{
+	ExpectNoMoreThanNInOneAlignedWindow(42, 200,
+	                                    [](std::mt19937_64 &rng, std::int64_t t, std::int64_t) {
+		                                    return t + static_cast<std::int64_t>(rng() % (kW / 4));
+	                                    });
+}
+
+/* The same with a clock that steps back now and then, never further than
+ * a window behind the latest instant it read (further back, the window it
+ * steps into may hold grants the key no longer counts). */
+TEST(SlidingWindow, NeverMoreThanNInOneAlignedWindowWhenTheClockStepsBack)
+{
+	ExpectNoMoreThanNInOneAlignedWindow(
+	    7, 300, [](std::mt19937_64 &rng, std::int64_t t, std::int64_t latest) {
+		    if (rng() % 8 == 0)
+			    t -= static_cast<std::int64_t>(rng() % (kW + 1));
+		    else
+			    t += static_cast<std::int64_t>(rng() % (kW / 4));
+		    return std::max(t, latest - kW);
+	    });
 }
 
 /* Grants of 1 in [from, to) taken every `step` µs, on `b`. */
