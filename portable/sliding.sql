@@ -94,47 +94,55 @@ BEGIN
 END
 $$;
 
--- The room of refilled (rl_sliding_refill's answer) at its stamp (RoomOf):
--- max_count less the estimate.
-CREATE FUNCTION rl_window_room(refilled rl_window, l rl_limit) RETURNS float8
+-- The room of refilled (rl_sliding_refill's answer at at_us) at at_us
+-- (RoomAt): max_count less the estimate.  A clock behind the stamp (which
+-- rl_sliding_refill keeps) weighs previous as it weighs at at_us in the
+-- stamp's window, and in full in an earlier one, so the room never shrinks
+-- as the clock moves on.
+CREATE FUNCTION rl_window_room(refilled rl_window, l rl_limit, at_us bigint) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT CASE WHEN NOT (refilled.previous OPERATOR(pg_catalog.>) '0'::pg_catalog.float8) THEN refilled.tokens
                   ELSE refilled.tokens OPERATOR(pg_catalog.-)
-                       (refilled.previous OPERATOR(pg_catalog.*) @extschema@.rl_previous_weight(l, refilled.stamp_us)) END $$;
+                       (refilled.previous OPERATOR(pg_catalog.*)
+                        CASE WHEN at_us OPERATOR(pg_catalog.>=) refilled.stamp_us
+                             THEN @extschema@.rl_previous_weight(l, refilled.stamp_us)
+                             WHEN @extschema@.rl_window_start(l, at_us) OPERATOR(pg_catalog.=) @extschema@.rl_window_start(l, refilled.stamp_us)
+                             THEN @extschema@.rl_previous_weight(l, at_us)
+                             ELSE '1'::pg_catalog.float8 END) END $$;
 
 -- What a take may cost at at_us (SlidingRoom).
 CREATE FUNCTION rl_sliding_room(w rl_window, l rl_limit, at_us bigint) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT @extschema@.rl_window_room(@extschema@.rl_sliding_refill(w, l, at_us), l) $$;
+AS $$ SELECT @extschema@.rl_window_room(@extschema@.rl_sliding_refill(w, l, at_us), l, at_us) $$;
 
 -- Seconds from now_us until the room of from_w reaches target
 -- (SecondsToRoom): 0 if it has, Infinity if it never does; else the first
 -- whole microsecond it does, by bisection (the room never shrinks with time
--- alone, and two boundaries on it is max_count).
+-- alone, and two boundaries after the stamp, or now if later, it is
+-- max_count).
 CREATE FUNCTION rl_sliding_seconds_to_room(from_w rl_window, l rl_limit, now_us bigint, target float8)
 RETURNS float8
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 DECLARE
-    start bigint := CASE WHEN from_w.stamp_us OPERATOR(pg_catalog.>) now_us THEN from_w.stamp_us ELSE now_us END;
+    later bigint := CASE WHEN from_w.stamp_us OPERATOR(pg_catalog.>) now_us THEN from_w.stamp_us ELSE now_us END;
     last numeric;
     lo bigint;
     hi bigint;
     mid bigint;
 BEGIN
-    IF @extschema@.rl_sliding_room(from_w, l, start) OPERATOR(pg_catalog.>=) target THEN
-        RETURN (start::pg_catalog.float8 OPERATOR(pg_catalog.-) now_us::pg_catalog.float8)
-               OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8;
+    IF @extschema@.rl_sliding_room(from_w, l, now_us) OPERATOR(pg_catalog.>=) target THEN
+        RETURN '0'::pg_catalog.float8;
     END IF;
     IF NOT (target OPERATOR(pg_catalog.<=) l.burst) THEN
         RETURN 'Infinity';
     END IF;
-    last := @extschema@.rl_window_start(l, start) OPERATOR(pg_catalog.+) ('2'::numeric OPERATOR(pg_catalog.*) l.window_us::numeric);
+    last := @extschema@.rl_window_start(l, later) OPERATOR(pg_catalog.+) ('2'::numeric OPERATOR(pg_catalog.*) l.window_us::numeric);
     hi := CASE WHEN last OPERATOR(pg_catalog.>) '9223372036854775807'::numeric
                THEN '9223372036854775807'::bigint ELSE last::bigint END;
     IF NOT (@extschema@.rl_sliding_room(from_w, l, hi) OPERATOR(pg_catalog.>=) target) THEN
         RETURN 'Infinity';
     END IF;
-    lo := start; -- does not hold
+    lo := now_us; -- does not hold
     WHILE (hi::numeric OPERATOR(pg_catalog.-) lo::numeric) OPERATOR(pg_catalog.>) '1'::numeric LOOP
         mid := (lo::numeric OPERATOR(pg_catalog.+) pg_catalog.div(hi::numeric OPERATOR(pg_catalog.-) lo::numeric, '2'::numeric))::bigint;
         IF @extschema@.rl_sliding_room(from_w, l, mid) OPERATOR(pg_catalog.>=) target THEN
@@ -172,7 +180,7 @@ LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 DECLARE
     cur @extschema@.rl_window := @extschema@.rl_sliding_refill(stored, l, now_us);
     restarted boolean := cur.stamp_us OPERATOR(pg_catalog.<) stored.stamp_us;
-    room pg_catalog.float8 := @extschema@.rl_window_room(cur, l);
+    room pg_catalog.float8 := @extschema@.rl_window_room(cur, l, now_us);
     nw @extschema@.rl_window := cur;
     d @extschema@.rl_decision;
 BEGIN
@@ -180,7 +188,7 @@ BEGIN
     IF d.allowed THEN
         nw.tokens := nw.tokens OPERATOR(pg_catalog.-) cost;
         d.write := cost OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 OR restarted;
-        d.remaining := @extschema@.rl_window_room(nw, l);
+        d.remaining := @extschema@.rl_window_room(nw, l, now_us);
     ELSE
         d.write := restarted;
         d.remaining := room;
@@ -206,7 +214,7 @@ BEGIN
     d.refunded := CASE WHEN capped THEN l.burst OPERATOR(pg_catalog.-) cur.tokens ELSE amount END;
     d.write := nw.tokens OPERATOR(pg_catalog.<>) stored.tokens OR nw.stamp_us OPERATOR(pg_catalog.<>) stored.stamp_us
                OR nw.previous OPERATOR(pg_catalog.<>) stored.previous;
-    d.remaining := @extschema@.rl_window_room(nw, l);
+    d.remaining := @extschema@.rl_window_room(nw, l, now_us);
     d.next := ROW(nw.tokens, nw.stamp_us, @extschema@.rl_not_blocked())::@extschema@.rl_bucket;
     RETURN @extschema@.rl_sliding_waits(d, nw, l, now_us, '0'::pg_catalog.float8);
 END
