@@ -19,6 +19,8 @@
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/lib.sh"
 
+# The checker is a Python script (standard library only).
+rl_install_packages python3
 rl_require_install
 RL_CLUSTER_CONF="shared_preload_libraries = 'ratelimit'" cluster_start
 RL_FAILURES=0
