@@ -44,6 +44,7 @@ COMMENT ON TABLE rl_policy_changes IS
 
 -- rate_limit_define, rate_limit_drop and the view rate_limit_policies, as
 -- the native extension has them.
+\ir ../sql/src/policy_options.sql
 \ir ../sql/src/define.sql
 \ir ../sql/src/define_concurrency.sql
 \ir ../sql/src/define_sliding.sql

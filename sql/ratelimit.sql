@@ -153,6 +153,7 @@ LANGUAGE C;
 COMMENT ON FUNCTION ratelimit.require_memory_engine() IS
     'raises an error unless the memory engine has shared memory for its buckets (before PostgreSQL 17: ratelimit in shared_preload_libraries)';
 REVOKE ALL ON FUNCTION ratelimit.require_memory_engine() FROM PUBLIC;
+\ir src/policy_options.sql
 \ir src/define.sql
 
 \ir concurrency.sql

@@ -19,7 +19,8 @@
 -- the columns kind, lease and lease_us, and rate_limit_headers, which
 -- accepts the NULL wait of a concurrency limit's denial), and sliding
 -- windows (rate_limit_define_sliding_window, the kind 'sliding', the column
--- previous of ratelimit.buckets).
+-- previous of ratelimit.buckets), and ratelimit.check_policy_options, the
+-- checks the define functions share.
 \ir concurrency.sql
 --upgrade: REVOKE ALL ON FUNCTION ratelimit.require_concurrency(text, interval) FROM PUBLIC;
 \ir sliding.sql

@@ -7,7 +7,9 @@
 -- policy table; where the two differ, the body calls a function of each
 -- target's own, named @rl@...: require_memory_engine() raises an error
 -- where a memory policy cannot run (native: 55000 before PostgreSQL 17
--- without the library preloaded; portable: always, 0A000).
+-- without the library preloaded; portable: always, 0A000).  The checks of
+-- the name, storage and enforce, which every define function makes, are
+-- @rl@check_policy_options's (policy_options.sql, included before this).
 
 \ir define_params.sql
 CREATE FUNCTION :"rl_schema".rate_limit_define(:rl_define_params)
@@ -36,22 +38,9 @@ BEGIN
                   DETAIL = 'Only burst may be NULL, meaning one period''s worth of tokens.',
                   HINT = 'Pass the policy''s name, its rate and the period the rate is counted over.';
     END IF;
-    IF $1 OPERATOR(pg_catalog.=) '' OR pg_catalog.octet_length($1) OPERATOR(pg_catalog.>) @rl_max_name_bytes@ THEN
-        RAISE EXCEPTION 'policy name must be 1 to @rl_max_name_bytes@ bytes long'
-            USING ERRCODE = CASE WHEN $1 OPERATOR(pg_catalog.=) '' THEN 'invalid_parameter_value'
-                                 ELSE 'program_limit_exceeded' END,
-                  DETAIL = pg_catalog.format('The name given is %s bytes long.', pg_catalog.octet_length($1)),
-                  HINT = 'Use a short name, such as ''api'' or ''login''.';
-    END IF;
-    -- The name is what rate_limit_headers() writes into the RateLimit
-    -- fields, as a structured-field string: printable ASCII only.
-    IF $1 OPERATOR(pg_catalog.!~) '^[ -~]+$' THEN
-        RAISE EXCEPTION 'policy name must be printable ASCII'
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = pg_catalog.format('Character %s of the name given is outside the printable ASCII range (space to tilde), which the RateLimit header fields cannot carry.',
-                                             pg_catalog.length(pg_catalog.substring($1, '^[ -~]*')) OPERATOR(pg_catalog.+) 1),
-                  HINT = 'Use letters, digits and punctuation, such as ''api-free'' or ''login:v2''.';
-    END IF;
+    -- The name, storage and enforce, checked as every define function
+    -- checks them (policy_options.sql).
+    PERFORM @rl@check_policy_options('bucket', $1, $13, $14);
     IF NOT ($2 OPERATOR(pg_catalog.>=) '0'::float8 AND $2 OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
         RAISE EXCEPTION 'rate must be a finite number greater than or equal to zero'
             USING ERRCODE = 'invalid_parameter_value',
@@ -153,23 +142,11 @@ BEGIN
                       HINT = 'Define the policy with shards => 1, or without a penalty.';
         END IF;
     END IF;
-    IF $13 IS NULL OR NOT ($13 OPERATOR(pg_catalog.=) ANY ('{table,memory}'::text[])) THEN
-        RAISE EXCEPTION 'storage must be ''table'' or ''memory'''
-            USING ERRCODE = CASE WHEN $13 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
-                  DETAIL = pg_catalog.format('The storage given was %s.', coalesce(pg_catalog.quote_literal($13), 'NULL')),
-                  HINT = 'Pass ''table'' (the default) to keep buckets in a table, or ''memory'' to keep them in shared memory.';
-    END IF;
     IF $13 OPERATOR(pg_catalog.=) 'memory' AND $10 OPERATOR(pg_catalog.>) 1 THEN
         RAISE EXCEPTION 'a policy with storage ''memory'' cannot have shards'
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = 'The memory engine serves a hot key without a row lock: there is no queue for shards to spread.',
                   HINT = 'Define the policy with shards => 1, or with storage => ''table''.';
-    END IF;
-    IF $14 IS NULL THEN
-        RAISE EXCEPTION 'enforce must not be null'
-            USING ERRCODE = 'null_value_not_allowed',
-                  DETAIL = 'enforce chooses between refusing what the policy denies and only reporting it.',
-                  HINT = 'Pass true (the default) to refuse, false to grant every call and count what would be denied.';
     END IF;
     -- Before PostgreSQL 17 the memory engine has shared memory only with the
     -- library preloaded: a memory policy is refused here, when it is

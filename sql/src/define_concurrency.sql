@@ -7,7 +7,8 @@
 -- lease a place is held until the transaction that took it ends; with one,
 -- until it expires or is released.  Where the two targets differ, the body
 -- calls @rl@require_concurrency(storage, lease): it raises the error of a
--- kind of hold the target does not keep (yet).
+-- kind of hold the target does not keep (yet).  Its name, storage and
+-- enforce are checked by @rl@check_policy_options (policy_options.sql).
 
 \ir limits.sql
 CREATE FUNCTION :"rl_schema".rate_limit_define_concurrency(
@@ -31,20 +32,8 @@ BEGIN
                   DETAIL = 'Only lease may be NULL, meaning that a place is held until the transaction that took it ends.',
                   HINT = 'Pass the policy''s name and the most places a key may hold at once.';
     END IF;
-    IF $1 OPERATOR(pg_catalog.=) '' OR pg_catalog.octet_length($1) OPERATOR(pg_catalog.>) @rl_max_name_bytes@ THEN
-        RAISE EXCEPTION 'policy name must be 1 to @rl_max_name_bytes@ bytes long'
-            USING ERRCODE = CASE WHEN $1 OPERATOR(pg_catalog.=) '' THEN 'invalid_parameter_value'
-                                 ELSE 'program_limit_exceeded' END,
-                  DETAIL = pg_catalog.format('The name given is %s bytes long.', pg_catalog.octet_length($1)),
-                  HINT = 'Use a short name, such as ''exports'' or ''llm-calls''.';
-    END IF;
-    IF $1 OPERATOR(pg_catalog.!~) '^[ -~]+$' THEN
-        RAISE EXCEPTION 'policy name must be printable ASCII'
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = pg_catalog.format('Character %s of the name given is outside the printable ASCII range (space to tilde), which the RateLimit header fields cannot carry.',
-                                             pg_catalog.length(pg_catalog.substring($1, '^[ -~]*')) OPERATOR(pg_catalog.+) 1),
-                  HINT = 'Use letters, digits and punctuation, such as ''exports'' or ''llm:v2''.';
-    END IF;
+    -- The name, storage and enforce, as rate_limit_define checks them.
+    PERFORM @rl@check_policy_options('concurrency', $1, $4, $5);
     IF NOT ($2 OPERATOR(pg_catalog.>=) 1 AND $2 OPERATOR(pg_catalog.<=) @rl_max_held@) THEN
         RAISE EXCEPTION 'max_held must be between 1 and @rl_max_held@'
             USING ERRCODE = 'invalid_parameter_value',
@@ -57,18 +46,6 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = pg_catalog.format('The lease given was %s.', $3),
                   HINT = 'Pass how long a place is held at most, such as ''5 minutes''; NULL (the default) to hold it until the transaction ends.';
-    END IF;
-    IF $4 IS NULL OR NOT ($4 OPERATOR(pg_catalog.=) ANY ('{table,memory}'::text[])) THEN
-        RAISE EXCEPTION 'storage must be ''table'' or ''memory'''
-            USING ERRCODE = CASE WHEN $4 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
-                  DETAIL = pg_catalog.format('The storage given was %s.', coalesce(pg_catalog.quote_literal($4), 'NULL')),
-                  HINT = 'Pass ''table'' (the default) or ''memory''.';
-    END IF;
-    IF $5 IS NULL THEN
-        RAISE EXCEPTION 'enforce must not be null'
-            USING ERRCODE = 'null_value_not_allowed',
-                  DETAIL = 'enforce chooses between refusing what the policy denies and only reporting it.',
-                  HINT = 'Pass true (the default) to refuse, false to grant every call and count what would be denied.';
     END IF;
     PERFORM @rl@require_concurrency($4, $3);
     -- Places are kept in the server's lock table by either engine; storage

@@ -8,9 +8,9 @@
 -- option at its default (policies_kind_check).  Windows are aligned on
 -- multiples of the window since the Unix epoch.  The body calls
 -- @rl@require_sliding(storage), which raises the error of a target that
--- does not keep sliding windows (yet).
+-- does not keep sliding windows (yet).  Its name, storage and enforce are
+-- checked by @rl@check_policy_options (policy_options.sql).
 
-\ir limits.sql
 CREATE FUNCTION :"rl_schema".rate_limit_define_sliding_window(
     name text, max_count float8, "window" interval,
     storage text DEFAULT 'table', enforce boolean DEFAULT true)
@@ -32,20 +32,8 @@ BEGIN
                   DETAIL = 'A sliding window admits at most max_count in any window of the length given.',
                   HINT = 'Pass the policy''s name, the most a key may take in one window, and the window, such as ''1 minute''.';
     END IF;
-    IF $1 OPERATOR(pg_catalog.=) '' OR pg_catalog.octet_length($1) OPERATOR(pg_catalog.>) @rl_max_name_bytes@ THEN
-        RAISE EXCEPTION 'policy name must be 1 to @rl_max_name_bytes@ bytes long'
-            USING ERRCODE = CASE WHEN $1 OPERATOR(pg_catalog.=) '' THEN 'invalid_parameter_value'
-                                 ELSE 'program_limit_exceeded' END,
-                  DETAIL = pg_catalog.format('The name given is %s bytes long.', pg_catalog.octet_length($1)),
-                  HINT = 'Use a short name, such as ''api'' or ''login''.';
-    END IF;
-    IF $1 OPERATOR(pg_catalog.!~) '^[ -~]+$' THEN
-        RAISE EXCEPTION 'policy name must be printable ASCII'
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = pg_catalog.format('Character %s of the name given is outside the printable ASCII range (space to tilde), which the RateLimit header fields cannot carry.',
-                                             pg_catalog.length(pg_catalog.substring($1, '^[ -~]*')) OPERATOR(pg_catalog.+) 1),
-                  HINT = 'Use letters, digits and punctuation, such as ''api'' or ''login:v2''.';
-    END IF;
+    -- The name, storage and enforce, as rate_limit_define checks them.
+    PERFORM @rl@check_policy_options('sliding', $1, $4, $5);
     IF NOT ($2 OPERATOR(pg_catalog.>) '0'::float8 AND $2 OPERATOR(pg_catalog.<) 'Infinity'::float8) THEN
         RAISE EXCEPTION 'max_count must be a finite number greater than zero'
             USING ERRCODE = 'invalid_parameter_value',
@@ -58,18 +46,6 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = pg_catalog.format('The window given was %s.', $3),
                   HINT = 'Pass the length of the window, such as ''1 minute''.';
-    END IF;
-    IF $4 IS NULL OR NOT ($4 OPERATOR(pg_catalog.=) ANY ('{table,memory}'::text[])) THEN
-        RAISE EXCEPTION 'storage must be ''table'' or ''memory'''
-            USING ERRCODE = CASE WHEN $4 IS NULL THEN 'null_value_not_allowed' ELSE 'invalid_parameter_value' END,
-                  DETAIL = pg_catalog.format('The storage given was %s.', coalesce(pg_catalog.quote_literal($4), 'NULL')),
-                  HINT = 'Pass ''table'' (the default) or ''memory''.';
-    END IF;
-    IF $5 IS NULL THEN
-        RAISE EXCEPTION 'enforce must not be null'
-            USING ERRCODE = 'null_value_not_allowed',
-                  DETAIL = 'enforce chooses between refusing what the policy denies and only reporting it.',
-                  HINT = 'Pass true (the default) to refuse, false to grant every call and count what would be denied.';
     END IF;
     PERFORM @rl@require_sliding($4);
     IF $4 OPERATOR(pg_catalog.=) 'memory' THEN

@@ -9,7 +9,9 @@
 -- rate_limit_define).  A new argument list makes a new function, so the old
 -- one is renamed, the new one made from define.sql and given the grants of
 -- the old, the view rate_limit_policies (which names it) replaced in place,
--- keeping its own grants, and only then the old function dropped.
+-- keeping its own grants, and only then the old function dropped.  The
+-- checks the three define functions share (policy_options.sql, new) are
+-- made before them.
 \ir kind_check.sql
 ALTER TABLE :rl_policies ADD COLUMN enforce boolean NOT NULL DEFAULT true,
     ADD COLUMN kind text COLLATE pg_catalog."C" NOT NULL DEFAULT 'bucket'::text,
@@ -21,6 +23,8 @@ ALTER TABLE :rl_policies ADD COLUMN enforce boolean NOT NULL DEFAULT true,
 \set rl_define_0_3_0 :"rl_schema" .rate_limit_define_0_3_0(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text)
 ALTER FUNCTION :"rl_schema".rate_limit_define(text, float8, interval, float8, float8, float8, boolean, interval, float8, integer, float8, interval, text)
     RENAME TO rate_limit_define_0_3_0;
+\ir policy_options.sql
+--upgrade: REVOKE ALL ON FUNCTION :rl_check_policy_options(text, text, text, boolean) FROM PUBLIC;
 \ir define.sql
 --upgrade: REVOKE ALL ON FUNCTION :rl_define FROM PUBLIC;
 \ir define_concurrency.sql

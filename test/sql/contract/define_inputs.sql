@@ -58,6 +58,23 @@ SELECT pg_temp.error_of($$SELECT rate_limit_define('p', 1, '1 minute', fixed_win
 SELECT rate_limit_define('late-start', 10, '1 minute', fixed_window => true, window_start => '1 year 30 seconds');
 SELECT window_start_us FROM ratelimit.policies WHERE name = 'late-start';
 
+-- The name, storage and enforce, which every define function checks alike,
+-- with hints of its own kind of limit: 22023 for an empty name, 54000 for
+-- one too long, 22023 for one not printable ASCII and for an unknown
+-- storage, 22004 for a NULL storage or enforce.
+SELECT f.function, c.arguments,
+       pg_temp.error_of(pg_catalog.format('SELECT %s(%s, %s%s)', f.function, c.name, f.limit_arguments, c.options))
+  FROM (VALUES (1, 'rate_limit_define', '1'),
+               (2, 'rate_limit_define_sliding_window', '5, ''1 minute'''),
+               (3, 'rate_limit_define_concurrency', '3')) AS f(n, function, limit_arguments),
+       (VALUES (1, '''''', '', 'empty name'),
+               (2, 'pg_catalog.repeat(''n'', 257)', '', '257-byte name'),
+               (3, '''lim'' || pg_catalog.chr(9)', '', 'name with a tab'),
+               (4, '''p''', ', storage => ''disk''', 'storage ''disk'''),
+               (5, '''p''', ', storage => NULL', 'storage NULL'),
+               (6, '''p''', ', enforce => NULL', 'enforce NULL')) AS c(n, name, options, arguments)
+ ORDER BY f.n, c.n;
+
 -- A refused redefinition leaves the policy as it was.
 SELECT rate_limit_define('kept', 10, '1 minute');
 SELECT pg_temp.error_of($$SELECT rate_limit_define('kept', 10, '-1 year 361 days')$$);
