@@ -47,7 +47,8 @@ DATA_built = $(NATIVE_SCRIPT) $(PORTABLE_SCRIPT) $(NATIVE_UPGRADES) $(PORTABLE_U
 DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql portable/ratelimit_portable--*.sql)) \
 	ratelimit_portable.control
 SQL_SOURCES = $(wildcard sql/src/*.sql) scripts/sql-script
-NATIVE_SOURCES = sql/names.sql sql/memory_stats.sql sql/concurrency.sql sql/sliding.sql $(SQL_SOURCES)
+NATIVE_SOURCES = sql/names.sql sql/memory_stats.sql sql/concurrency.sql sql/sliding.sql sql/buckets.sql \
+	$(SQL_SOURCES)
 PORTABLE_SOURCES = $(filter-out portable/ratelimit_portable--%,$(wildcard portable/*.sql)) $(SQL_SOURCES)
 PGFILEDESC = "ratelimit - transactional rate limiter"
 

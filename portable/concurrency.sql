@@ -81,6 +81,43 @@ $$;
 COMMENT ON FUNCTION rl_report_lease_recovery(text) IS
     'raises 25006 for a call of a concurrency limit with a lease, or a release, on a standby';
 
+-- ReportLeaseReadOnly
+CREATE FUNCTION rl_report_lease_read_only(function_name text, release boolean) RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION 'cannot execute %() in a read-only transaction', function_name
+        USING ERRCODE = 'read_only_sql_transaction',
+              DETAIL = CASE WHEN release
+                            THEN pg_catalog.format('%s() deletes the lease''s row from rl_leases, the limiter''s own table.', function_name)
+                            ELSE pg_catalog.format('%s() writes a lease row in rl_leases and its key''s row in rl_lease_keys, the limiter''s own tables.', function_name)
+                            END,
+              HINT = CASE WHEN release THEN 'Call it in a read-write transaction.'
+                          ELSE 'Call it in a read-write transaction; rate_limit_check() works in read-only ones.' END;
+END
+$$;
+COMMENT ON FUNCTION rl_report_lease_read_only(text, boolean) IS
+    'raises 25006 for a lease taken, or released (release), in a read-only transaction';
+
+-- Where a lease may be written, or deleted (release) (RequireLeaseWrite):
+-- not on a standby, nor in a read-only transaction.
+CREATE FUNCTION rl_require_lease_write(function_name text, release boolean) RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF pg_catalog.pg_is_in_recovery() THEN
+        PERFORM @extschema@.rl_report_lease_recovery(function_name);
+    END IF;
+    IF pg_catalog.current_setting('transaction_read_only'::pg_catalog.text) OPERATOR(pg_catalog.=) 'on'::pg_catalog.text THEN
+        PERFORM @extschema@.rl_report_lease_read_only(function_name, release);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION rl_require_lease_write(text, boolean) IS
+    'raises 25006 where a lease cannot be written or deleted (release): on a standby and in a read-only transaction';
+
 -- ReportBadPlaces
 CREATE FUNCTION rl_report_bad_places(name text, cost float8, max_held float8) RETURNS void
 LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -245,7 +282,7 @@ BEGIN
         PERFORM @extschema@.rl_require_holds(function_name);
     END IF;
     IF op OPERATOR(pg_catalog.=) 'take'::pg_catalog.text AND p.lease_us IS NOT NULL THEN
-        PERFORM @extschema@.rl_require_writable(function_name);
+        PERFORM @extschema@.rl_require_lease_write(function_name, false);
     END IF;
     d := @extschema@.rl_places_decision(p_name, p_key, p.burst::integer, @extschema@.rl_places(p, p_name, cost),
                                         p.lease_us, op OPERATOR(pg_catalog.=) 'take'::pg_catalog.text);
@@ -297,6 +334,23 @@ COMMENT ON TABLE rl_leases IS
     'leases of the concurrency limits of the portable rate limiter, each places places of (name, key) until expires_us or its release: written only by its functions';
 COMMENT ON TABLE rl_lease_keys IS
     'one row per key of a concurrency limit with leases, whose lock serialises the takes of its leases';
+
+-- rate_limit_drop deletes the leases of the policy it drops, in its
+-- transaction (a policy defined again under the name would count them),
+-- and its keys' rows: those first, so that, once they are locked, every
+-- lease of the name has committed or never will, and the second statement
+-- sees it (as rl_purge_leases judges keys).
+CREATE FUNCTION rl_drop_leases(p_name text) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM @extschema@.rl_lease_keys AS k WHERE k.name OPERATOR(pg_catalog.=) $1;
+    DELETE FROM @extschema@.rl_leases AS l WHERE l.name OPERATOR(pg_catalog.=) $1;
+END
+$$;
+COMMENT ON FUNCTION rl_drop_leases(text) IS
+    'deletes the leases of concurrency limit p_name and its keys'' rows, which rate_limit_drop drops';
 
 \ir ../sql/src/lease_type.sql
 
@@ -374,7 +428,8 @@ BEGIN
         END LOOP;
         free := $3::bigint OPERATOR(pg_catalog.-) held;
     END IF;
-    d := ROW(allowed, false, free::pg_catalog.float8, retry,
+    -- max_held lowered below the places leased: none left, not fewer.
+    d := ROW(allowed, false, greatest(free, '0'::bigint)::pg_catalog.float8, retry,
              CASE WHEN pg_catalog.cardinality(found_at) OPERATOR(pg_catalog.>) 0
                   THEN (found_at[pg_catalog.cardinality(found_at)] OPERATOR(pg_catalog.-) now_us)::pg_catalog.float8
                        OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8
@@ -442,7 +497,7 @@ BEGIN
     IF @extschema@.rl_on_yugabytedb() THEN
         PERFORM @extschema@.rl_require_holds('rate_limit_lease');
     END IF;
-    PERFORM @extschema@.rl_require_writable('rate_limit_lease');
+    PERFORM @extschema@.rl_require_lease_write('rate_limit_lease', false);
     SELECT l.* INTO result
       FROM @extschema@.rl_lease_places($1, $2, p.burst::integer, @extschema@.rl_places(p, $1, $3),
                                        p.lease_us, true) AS l;
@@ -472,7 +527,7 @@ BEGIN
     IF $1 IS NULL THEN
         RETURN false;
     END IF;
-    PERFORM @extschema@.rl_require_writable('rate_limit_release');
+    PERFORM @extschema@.rl_require_lease_write('rate_limit_release', true);
     DELETE FROM @extschema@.rl_leases AS l
      WHERE l.id OPERATOR(pg_catalog.=) $1 AND l.expires_us OPERATOR(pg_catalog.>) @extschema@.rl_now();
     RETURN FOUND;

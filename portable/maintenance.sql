@@ -274,7 +274,8 @@ CREATE FUNCTION rate_limit_buckets(
     OUT full_at     timestamptz,
     OUT tokens      float8,
     OUT last_refill timestamptz,
-    OUT blocked_until timestamptz)
+    OUT blocked_until timestamptz,
+    OUT previous    float8)
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -310,6 +311,7 @@ BEGIN
         key := stored.key;
         shard := NULL;
         tokens := stored.tokens;
+        previous := stored.previous;
         last_refill := @extschema@.rl_timestamp(stored.stamp_us);
         blocked_until := CASE WHEN stored.blocked_until_us > now_us
                               THEN @extschema@.rl_timestamp(stored.blocked_until_us) END;
@@ -341,7 +343,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION rate_limit_buckets(text) IS
-    'the buckets of limit name in key order: key, shard (of a policy that splits keys), balance now and when it is full (by the policy; without one, no balance and full_at as last stored), the stored tokens and last_refill, and until when a penalty box denies the key';
+    'the buckets of limit name in key order: key, shard (of a policy that splits keys), balance now and when it is full (by the policy; without one, no balance and full_at as last stored), the stored tokens and last_refill, until when a penalty box denies the key, and a sliding window''s count of the window before (previous)';
 REVOKE ALL ON FUNCTION rate_limit_buckets(text) FROM PUBLIC;
 
 -- Durability, when wanted: a logged table keeps bucket state across crashes

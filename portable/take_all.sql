@@ -212,6 +212,25 @@ $$;
 COMMENT ON FUNCTION rl_take_rounds(text[], text[], rl_limit[], rl_request[], float8[], boolean[], boolean[], boolean[]) IS
     'takes the buckets given but those left out, all or none, leaving out the report-only ones that would deny';
 
+-- ReportMergedCostExceedsMaxCount: the costs rl_take_all adds up for one
+-- sliding window exceed its max_count.
+CREATE FUNCTION rl_report_merged_cost_exceeds_max_count(name text, key text, max_count float8)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION 'costs of one bucket exceed max_count'
+        USING ERRCODE = 'invalid_parameter_value',
+              DETAIL = pg_catalog.format(
+                  'The costs given for bucket ("%s", "%s") add up to more than its max_count of %s, the most its sliding window admits in a window, so they could never be taken together.',
+                  name, key, max_count),
+              HINT = 'Name each bucket once, or lower the costs.';
+END
+$$;
+COMMENT ON FUNCTION rl_report_merged_cost_exceeds_max_count(text, text, float8) IS
+    'raises 22023: the costs given for one sliding window add up past its max_count';
+
 -- Takes costs[i] (1 each when NULL) from (names[i], keys[i]) under policy
 -- names[i] for every i, or from none (TakeAllLimits): the limits checked,
 -- merged per bucket in canonical order, taken by rl_take_buckets, and the
@@ -323,6 +342,8 @@ BEGIN
             cap := @extschema@.rl_debt_cap(b_limit[buckets], r);
             IF b_held[buckets] > 0 THEN
                 PERFORM @extschema@.rl_places(given_policy[c], names[c], r.cost);
+            ELSIF r.cost > b_limit[buckets].burst + cap AND b_sliding[buckets] THEN
+                PERFORM @extschema@.rl_report_merged_cost_exceeds_max_count(names[c], keys[c], b_limit[buckets].burst);
             ELSIF r.cost > b_limit[buckets].burst + cap THEN
                 PERFORM @extschema@.rl_report_merged_cost_exceeds_burst(names[c], keys[c], b_limit[buckets].burst, cap);
             END IF;
@@ -356,11 +377,11 @@ BEGIN
     IF holds_places THEN
         PERFORM @extschema@.rl_require_holds('rate_limit_take_all');
     END IF;
-    IF 0 OPERATOR(pg_catalog.<) ANY (b_lease) THEN
-        PERFORM @extschema@.rl_require_writable('rate_limit_take_all');
-    END IF;
     IF takes_tokens THEN
         PERFORM @extschema@.rl_require_writable('rate_limit_take_all');
+    END IF;
+    IF 0 OPERATOR(pg_catalog.<) ANY (b_lease) THEN
+        PERFORM @extschema@.rl_require_lease_write('rate_limit_take_all', false);
     END IF;
 
     -- Every bucket or none; a report-only limit that denies refuses nothing:

@@ -54,7 +54,10 @@ DROP FUNCTION rl_take_buckets(text[], text[], rl_limit[], rl_request[], float8[]
 -- rate_limit_refund refuses a concurrency limit.
 \ir policy_refund.sql
 \ir explicit_take.sql
+-- rate_limit_buckets shows previous, last (../sql/src/buckets_upgrade.sql).
+ALTER FUNCTION @extschema@.rate_limit_buckets(text) RENAME TO rate_limit_buckets_0_3_0;
 \ir maintenance.sql
+\ir ../sql/src/buckets_upgrade.sql
 
 -- The new routines' privileges, as an install gives them.
 \ir rights.sql

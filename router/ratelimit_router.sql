@@ -252,7 +252,8 @@ CREATE FUNCTION rate_limit_buckets(
     OUT full_at     timestamptz,
     OUT tokens      float8,
     OUT last_refill timestamptz,
-    OUT blocked_until timestamptz)
+    OUT blocked_until timestamptz,
+    OUT previous    float8)
 RETURNS SETOF record LANGUAGE plproxy
 AS $$ CLUSTER 'ratelimit'; RUN ON ALL; $$;
 COMMENT ON FUNCTION rate_limit_buckets(text) IS

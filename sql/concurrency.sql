@@ -42,6 +42,17 @@ REVOKE ALL ON TABLE ratelimit.leases FROM PUBLIC;
 COMMENT ON TABLE ratelimit.leases IS
     'leases of the concurrency limits of the ratelimit extension, each places places of (name, key) until expires_at or its release: written only by its functions';
 
+-- rate_limit_drop deletes the leases of the policy it drops, in its
+-- transaction (a policy defined again under the name would count them).
+CREATE FUNCTION ratelimit.drop_leases(name text) RETURNS void
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$ DELETE FROM ratelimit.leases AS l WHERE l.name OPERATOR(pg_catalog.=) $1 $$;
+COMMENT ON FUNCTION ratelimit.drop_leases(text) IS
+    'deletes the leases of concurrency limit name, which rate_limit_drop drops';
+REVOKE ALL ON FUNCTION ratelimit.drop_leases(text) FROM PUBLIC;
+--upgrade: REVOKE ALL ON FUNCTION ratelimit.drop_leases(text) FROM PUBLIC;
+
 \ir src/lease_type.sql
 
 CREATE FUNCTION @extschema@.rate_limit_lease(name text, key text, cost float8 DEFAULT 1)

@@ -318,25 +318,7 @@ COMMENT ON PROCEDURE @extschema@.rate_limit_reset_limit(text, bigint) IS
     'forgets every bucket of limit name, so that each key starts afresh; commits after each batch; reset: how many buckets';
 REVOKE ALL ON PROCEDURE @extschema@.rate_limit_reset_limit(text, bigint) FROM PUBLIC;
 
--- The buckets of a limit, as takes see them: read without waiting and
--- without SSI predicate locks, so that a SERIALIZABLE reader makes no take
--- fail (reading ratelimit.buckets itself would).  Withheld from PUBLIC: it
--- shows every key of the limit.
-CREATE FUNCTION @extschema@.rate_limit_buckets(
-    name            text,
-    OUT key         text,
-    OUT shard       integer,
-    OUT balance     float8,
-    OUT full_at     timestamptz,
-    OUT tokens      float8,
-    OUT last_refill timestamptz,
-    OUT blocked_until timestamptz)
-RETURNS SETOF record
-AS 'MODULE_PATHNAME', 'rate_limit_buckets'
-LANGUAGE C VOLATILE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION @extschema@.rate_limit_buckets(text) IS
-    'the buckets of limit name in key order: key, shard (of a policy that splits keys), balance now and when it is full (by the policy; without one, no balance and full_at as last stored), the stored tokens and last_refill, and until when a penalty box denies the key';
-REVOKE ALL ON FUNCTION @extschema@.rate_limit_buckets(text) FROM PUBLIC;
+\ir buckets.sql
 
 -- Durability, when wanted: in a logged table bucket state is kept across
 -- crashes, streamed to standbys (where rate_limit_check answers) and carried

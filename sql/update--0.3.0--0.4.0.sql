@@ -19,8 +19,8 @@
 -- the columns kind, lease and lease_us, and rate_limit_headers, which
 -- accepts the NULL wait of a concurrency limit's denial), and sliding
 -- windows (rate_limit_define_sliding_window, the kind 'sliding', the column
--- previous of ratelimit.buckets), and ratelimit.check_policy_options, the
--- checks the define functions share.
+-- previous of ratelimit.buckets, which rate_limit_buckets shows last), and
+-- ratelimit.check_policy_options, the checks the define functions share.
 \ir concurrency.sql
 --upgrade: REVOKE ALL ON FUNCTION ratelimit.require_concurrency(text, interval) FROM PUBLIC;
 \ir sliding.sql
@@ -39,3 +39,7 @@ COMMENT ON COLUMN ratelimit.buckets.previous IS
 --upgrade: REVOKE ALL ON @extschema@.rate_limit_memory_stats FROM PUBLIC;
 --upgrade: GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_memory_stats() TO pg_read_all_stats;
 --upgrade: GRANT SELECT ON @extschema@.rate_limit_memory_stats TO pg_read_all_stats;
+-- rate_limit_buckets shows previous, last (src/buckets_upgrade.sql).
+ALTER FUNCTION @extschema@.rate_limit_buckets(text) RENAME TO rate_limit_buckets_0_3_0;
+\ir buckets.sql
+\ir src/buckets_upgrade.sql

@@ -7,7 +7,8 @@
 -- policy table; where the two differ, the body calls a function of each
 -- target's own, named @rl@...: require_memory_engine() raises an error
 -- where a memory policy cannot run (native: 55000 before PostgreSQL 17
--- without the library preloaded; portable: always, 0A000).  The checks of
+-- without the library preloaded; portable: always, 0A000), and
+-- drop_leases(name) deletes the leases of a policy dropped.  The checks of
 -- the name, storage and enforce, which every define function makes, are
 -- @rl@check_policy_options's (policy_options.sql, included before this).
 
@@ -205,10 +206,13 @@ BEGIN
                   DETAIL = 'rate_limit_drop() requires a value for name.',
                   HINT = 'Pass the name of the policy to remove.';
     END IF;
+    -- Its leases go with it (a policy defined again under the name would
+    -- count them); its buckets stay.
+    PERFORM @rl@drop_leases($1);
     DELETE FROM @rl@policies AS p WHERE p.name OPERATOR(pg_catalog.=) $1;
     RETURN FOUND;
 END
 $$;
 COMMENT ON FUNCTION :"rl_schema".rate_limit_drop(text) IS
-    'removes the policy name; true if it existed (buckets already used stay until reset)';
+    'removes the policy name and its leases, in the caller''s transaction; true if it existed (buckets already used stay until reset)';
 REVOKE ALL ON FUNCTION :"rl_schema".rate_limit_drop(text) FROM PUBLIC;

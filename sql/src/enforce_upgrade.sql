@@ -32,25 +32,8 @@ ALTER FUNCTION :"rl_schema".rate_limit_define(text, float8, interval, float8, fl
 \ir define_sliding.sql
 --upgrade: REVOKE ALL ON FUNCTION :"rl_schema".rate_limit_define_sliding_window(text, float8, interval, text, boolean) FROM PUBLIC;
 -- Whoever could execute it still can.
-DO $$
-DECLARE
-    g record;
-BEGIN
-    FOR g IN SELECT a.grantee, a.is_grantable
-               FROM pg_catalog.pg_proc AS p,
-                    LATERAL pg_catalog.aclexplode(p.proacl) AS a
-              WHERE p.oid OPERATOR(pg_catalog.=) '@rl_define_0_3_0@'::pg_catalog.regprocedure
-                AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-                AND a.grantee OPERATOR(pg_catalog.<>) p.proowner LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s, %s, %s TO %s%s',
-            '@rl_define@'::pg_catalog.regprocedure,
-            '@rl_schema@.rate_limit_define_concurrency(text, integer, interval, text, boolean)'::pg_catalog.regprocedure,
-            '@rl_schema@.rate_limit_define_sliding_window(text, float8, interval, text, boolean)'::pg_catalog.regprocedure,
-            CASE WHEN g.grantee OPERATOR(pg_catalog.=) '0'::pg_catalog.oid THEN 'PUBLIC'
-                 ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
-            CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-    END LOOP;
-END
-$$;
+\set rl_grants_from :rl_define_0_3_0
+\set rl_grants_to :rl_define ', ' :"rl_schema" .rate_limit_define_concurrency(text, integer, interval, text, boolean) ', ' :"rl_schema" .rate_limit_define_sliding_window(text, float8, interval, text, boolean)
+\ir copy_grants.sql
 \ir policies_view.sql
 DROP FUNCTION :rl_define_0_3_0;

@@ -511,6 +511,20 @@ ReportMergedCostExceedsBurst(const char *name, const char *key, double burst, do
 }
 
 void
+ReportMergedCostExceedsMaxCount(const char *name, const char *key, double max_count)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+	         errmsg("costs of one bucket exceed max_count"),
+	         errdetail("The costs given for bucket (\"%s\", \"%s\") add up to more than its "
+	                   "max_count of %s, the most its sliding window admits in a window, so they "
+	                   "could never be taken together.",
+	                   name, key, Show(max_count)),
+	         errhint("Name each bucket once, or lower the costs.")));
+	pg_unreachable();
+}
+
+void
 ReportUndefinedPolicy(const char *name, bool table_exists)
 {
 	if (!table_exists)
@@ -614,6 +628,20 @@ ReportLeaseRecovery(const char *function)
 	                function),
 	         errdetail("Leases are kept in an unlogged table, which standby servers do not have."),
 	         errhint("Call it on the primary server.")));
+	pg_unreachable();
+}
+
+void
+ReportLeaseReadOnly(const char *function, bool release)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+	         errmsg("cannot execute %s() in a read-only transaction", function),
+	         release ? errdetail("%s() deletes the lease's row from ratelimit.leases.", function)
+	                 : errdetail("%s() writes a lease row in ratelimit.leases.", function),
+	         release ? errhint("Call it in a read-write transaction.")
+	                 : errhint("Call it in a read-write transaction; rate_limit_check() "
+	                           "works in read-only ones.")));
 	pg_unreachable();
 }
 

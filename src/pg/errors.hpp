@@ -101,6 +101,10 @@ enum class CallForm {
  * burst (or float8). */
 [[noreturn]] void ReportMergedCostExceedsBurst(const char *name, const char *key, double burst,
                                                double debt_cap);
+/* 22023: the same for a sliding window, whose costs add up past its
+ * max_count. */
+[[noreturn]] void ReportMergedCostExceedsMaxCount(const char *name, const char *key,
+                                                  double max_count);
 
 /* 42704: no policy of that name (`table_exists`: ratelimit.policies exists);
  * 22023: a bad refund amount. */
@@ -117,6 +121,9 @@ enum class CallForm {
 /* 25006: a call of a concurrency limit with a lease, or a release, on a
  * standby, which has no unlogged table. */
 [[noreturn]] void ReportLeaseRecovery(const char *function);
+/* 25006: `function` writes a lease (or deletes one: `release`) in a
+ * read-only transaction. */
+[[noreturn]] void ReportLeaseReadOnly(const char *function, bool release);
 
 /* What a check of a table of the extension found changed.  `object`, where
  * given, names what was found: a trigger, a constraint, a column. */

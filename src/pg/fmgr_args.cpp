@@ -469,6 +469,17 @@ RequireHolds(const Signature &signature, text *name, bool take)
 		ReportParallelMode(signature.function);
 }
 
+void
+RequireLeaseWrite(const Signature &signature, bool release)
+{
+	if (RecoveryInProgress())
+		ReportLeaseRecovery(signature.function);
+	if (XactReadOnly)
+		ReportLeaseReadOnly(signature.function, release);
+	if (IsInParallelMode())
+		ReportParallelMode(signature.function);
+}
+
 namespace {
 
 constexpr ResultColumn kDecisionColumns[] = {

@@ -188,6 +188,10 @@ void RequireEngine(const BucketEngine &engine, const Signature &signature, bool 
  * in a read-only transaction too (a place writes nothing), never in
  * parallel mode. */
 void RequireHolds(const Signature &signature, text *name, bool take);
+/* Where a lease may be written (or deleted: `release`): on a primary (a
+ * standby has no unlogged table), in a read-write transaction, not in
+ * parallel mode. */
+void RequireLeaseWrite(const Signature &signature, bool release);
 
 /* The rate_limit_decision row of `decision` under `limit`, labelled `label`. */
 Datum DecisionDatum(FunctionCallInfo fcinfo, const core::Decision &decision,

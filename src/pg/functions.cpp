@@ -96,9 +96,10 @@ void
 RequirePlaces(const Signature &signature, const Policy &policy, text *name, bool take)
 {
 	if (policy.lease_us > 0) {
-		if (RecoveryInProgress())
+		if (take)
+			RequireLeaseWrite(signature, false);
+		else if (RecoveryInProgress())
 			ReportLeaseRecovery(signature.function);
-		RequireEngine(kTableEngine, signature, take);
 	} else
 		RequireHolds(signature, name, take);
 }
@@ -381,6 +382,6 @@ rate_limit_release(PG_FUNCTION_ARGS)
 		pg::ReportLeaseRecovery(pg::kReleaseSignature.function);
 	if (PG_ARGISNULL(0))
 		PG_RETURN_BOOL(false);
-	pg::RequireEngine(pg::kTableEngine, pg::kReleaseSignature, true);
+	pg::RequireLeaseWrite(pg::kReleaseSignature, true);
 	PG_RETURN_BOOL(pg::ReleaseLease(PG_GETARG_UUID_P(0)));
 }

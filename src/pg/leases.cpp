@@ -314,7 +314,8 @@ LeasePlaces(text *name, text *key, int max_held, int places, int64 lease_us, boo
 	core::Decision decision{};
 	decision.allowed = allowed;
 	decision.write = false;
-	decision.remaining = static_cast<double>(max_held - found.held);
+	/* max_held lowered below the places leased: none left, not fewer. */
+	decision.remaining = static_cast<double>(Max(max_held - found.held, 0));
 	decision.retry_after = 0.0;
 	if (!allowed) {
 		/* Until enough of the earliest leases expire (a release may come

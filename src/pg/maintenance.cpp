@@ -222,6 +222,7 @@ enum BucketColumn {
 	kColTokens,
 	kColLastRefill,
 	kColBlockedUntil,
+	kColPrevious,
 	kBucketColumns
 };
 
@@ -257,6 +258,7 @@ ListBucket(const StoredBucket &row, void *context)
 	/* Only a box that still holds the key. */
 	values[kColBlockedUntil] = TimestampTzGetDatum(row.bucket.blocked_until_us);
 	nulls[kColBlockedUntil] = row.bucket.blocked_until_us <= listing->now;
+	values[kColPrevious] = Float8GetDatum(row.bucket.previous);
 	if (known) {
 		const core::Decision look =
 		    core::Decide(row.bucket, limit, core::Request::Plain(0.0), listing->now);
@@ -334,7 +336,8 @@ rate_limit_reset_limit(PG_FUNCTION_ARGS)
 /*
  * SELECT * FROM rate_limit_buckets(name): the buckets of limit `name`, in
  * key order: key, shard (NULL unless the policy splits keys), balance now
- * (NULL without a policy), when it is full, and the stored tokens and stamp.
+ * (NULL without a policy), when it is full, the stored tokens and stamp,
+ * the penalty box and a sliding window's count of the window before.
  */
 Datum
 rate_limit_buckets(PG_FUNCTION_ARGS)

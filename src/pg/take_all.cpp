@@ -98,6 +98,9 @@ MergeRepeats(const BucketTake *given, int count, BucketTake *takes, int *bucket_
 				continue;
 			}
 			const double debt_cap = core::DebtCap(merged.limit, merged.request);
+			if (merged.request.cost > merged.limit.burst + debt_cap && merged.limit.sliding)
+				ReportMergedCostExceedsMaxCount(text_to_cstring(merged.name),
+				                                text_to_cstring(merged.key), merged.limit.burst);
 			if (merged.request.cost > merged.limit.burst + debt_cap)
 				ReportMergedCostExceedsBurst(text_to_cstring(merged.name),
 				                             text_to_cstring(merged.key), merged.limit.burst,
@@ -378,7 +381,7 @@ TakeAllLimits(const LimitList &list, double max_wait, const Signature &signature
 		RequireEngine(*takes[0].engine, signature, true);
 	/* Leases are kept in the table, whichever the storage. */
 	if (leases)
-		RequireEngine(kTableEngine, signature, true);
+		RequireLeaseWrite(signature, false);
 	/* A bucket's limits are one policy's: enforced or report-only alike. */
 	bool *enforce = static_cast<bool *>(palloc(sizeof(bool) * buckets));
 	for (int i = 0; i < count; i++)

@@ -130,9 +130,40 @@ SELECT pg_temp.error_of($$SELECT rate_limit_refund('lease-llm', 'k', 1)$$);
 BEGIN READ ONLY;
 SELECT allowed, remaining FROM rate_limit_check('lease-llm', 'k');
 SELECT pg_temp.error_of($$SELECT rate_limit_lease('lease-llm', 'k')$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_take('lease-llm', 'k')$$);
+SELECT pg_temp.error_of($$SELECT rate_limit_take_all(ARRAY['lease-llm'], ARRAY['k'])$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_release('00000000-0000-4000-8000-000000000000')$$);
 ROLLBACK;
 SELECT rate_limit_drop('lease-llm'), rate_limit_drop('lease-llm-rate'), rate_limit_drop('lease-llm-shadow'),
        rate_limit_drop('held');
 DROP TABLE held;
+SET ratelimit.fixed_clock = 1000;
+
+-- Dropping a policy deletes its leases, in the dropping transaction: a
+-- rollback keeps them, and a policy defined again under the name starts
+-- with every place free.
+SELECT name FROM rate_limit_define_concurrency('lease-drop', 2, lease => '30 seconds');
+SELECT allowed, remaining FROM rate_limit_lease('lease-drop', 'k', 2);
+BEGIN;
+SELECT rate_limit_drop('lease-drop');
+ROLLBACK;
+SELECT allowed, remaining FROM rate_limit_check('lease-drop', 'k');
+SELECT rate_limit_drop('lease-drop');
+SELECT name FROM rate_limit_define_concurrency('lease-drop', 2, lease => '30 seconds');
+SELECT allowed, remaining, lease IS NOT NULL AS leased FROM rate_limit_lease('lease-drop', 'k');
+SELECT allowed, remaining, lease IS NOT NULL AS leased FROM rate_limit_lease('lease-drop', 'k');
+SELECT allowed, remaining FROM rate_limit_check('lease-drop', 'k');
+SELECT rate_limit_drop('lease-drop');
+
+-- max_held lowered below the places leased: remaining is 0, never
+-- negative, whichever call answers.
+SELECT name FROM rate_limit_define_concurrency('lease-low', 3, lease => '30 seconds');
+SELECT allowed, remaining FROM rate_limit_lease('lease-low', 'k', 3);
+SELECT name, burst FROM rate_limit_define_concurrency('lease-low', 1, lease => '30 seconds');
+SELECT allowed, remaining, retry_after FROM rate_limit_check('lease-low', 'k');
+SELECT allowed, remaining, retry_after FROM rate_limit_check('lease-low', 'k', 0);
+SELECT allowed, remaining, retry_after FROM rate_limit_take('lease-low', 'k');
+SELECT allowed, remaining, retry_after, lease IS NOT NULL AS leased FROM rate_limit_lease('lease-low', 'k');
+SELECT allowed, remaining, retry_after FROM rate_limit_take_all(ARRAY['lease-low'], ARRAY['k']);
+SELECT rate_limit_drop('lease-low');
 SET ratelimit.fixed_clock = 1000;

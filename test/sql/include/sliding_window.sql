@@ -40,6 +40,9 @@ SELECT allowed FROM rate_limit_take('sw', 'crowded', 5);
 SELECT allowed FROM rate_limit_take('sw', 'crowded');
 SET ratelimit.fixed_clock = 1032;
 SELECT allowed, remaining FROM rate_limit_take('sw', 'crowded');
+-- The listing shows the stored counts: tokens is max_count less the
+-- current window's, previous the window before's.
+SELECT key, tokens, previous FROM rate_limit_buckets('sw') WHERE key = 'crowded';
 SET ratelimit.fixed_clock = 1034;
 SELECT allowed, remaining FROM rate_limit_take('sw', 'crowded');
 SET ratelimit.fixed_clock = 1036;
@@ -65,6 +68,8 @@ SELECT allowed, remaining FROM rate_limit_check('sw', 'early', 5);
 
 -- Errors: a cost above max_count, a reservation, bad definitions.
 SELECT pg_temp.error_of($$SELECT rate_limit_take('sw', 'k', 6)$$);
+-- Costs of one window given twice add up: past max_count, never takable.
+SELECT pg_temp.error_of($$SELECT rate_limit_take_all(ARRAY['sw', 'sw'], ARRAY['k', 'k'], ARRAY[3, 3])$$);
 SELECT pg_temp.error_of($$SELECT rate_limit_take('sw', 'k', 1, '1 minute')$$);
 SELECT allowed FROM rate_limit_take('sw', 'zero-wait', 1, '0 seconds');
 SELECT pg_temp.error_of($$SELECT rate_limit_define_sliding_window('sw2', 0, '1 minute')$$);

@@ -261,6 +261,17 @@ ALTER EXTENSION ratelimit UPDATE TO '0.4.0';
 CREATE TEMP TABLE updated_from_0_3 AS SELECT * FROM extension_catalog;
 SELECT * FROM pg_temp.catalog_differences('updated_from_0_3', 'installed');
 DROP EXTENSION ratelimit;
+-- rate_limit_buckets gains a column, so the upgrade makes it anew: whoever
+-- could execute it still can, and PUBLIC still cannot.
+CREATE EXTENSION ratelimit VERSION '0.3.0';
+CREATE ROLE ratelimit_upgrade_lister NOLOGIN;
+GRANT EXECUTE ON FUNCTION rate_limit_buckets(text) TO ratelimit_upgrade_lister WITH GRANT OPTION;
+ALTER EXTENSION ratelimit UPDATE TO '0.4.0';
+SELECT has_function_privilege('ratelimit_upgrade_lister', 'rate_limit_buckets(text)', 'EXECUTE WITH GRANT OPTION') AS lister_kept,
+       has_function_privilege('public', 'rate_limit_buckets(text)', 'EXECUTE') AS public_executes;
+SELECT key, tokens, previous FROM rate_limit_buckets('nothing');
+DROP EXTENSION ratelimit;
+DROP ROLE ratelimit_upgrade_lister;
 CREATE EXTENSION ratelimit;
 
 --
