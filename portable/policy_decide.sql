@@ -46,7 +46,7 @@ BEGIN
         ELSE
             PERFORM @extschema@.rl_require_writable(function_name);
         END IF;
-        d := @extschema@.rl_sliding_apply(p_name, p_key, l, cost, op);
+        d := @extschema@.rl_apply(p_name, p_key, l, r, op, '0'::pg_catalog.float8, NULL::pg_catalog.float8, true);
         d.allowed := d.allowed OR NOT p.enforce;
         RETURN @extschema@.rl_policy_answer(d, p, p_name);
     END IF;

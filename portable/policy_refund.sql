@@ -29,7 +29,8 @@ BEGIN
     PERFORM @extschema@.rl_require_writable('rate_limit_refund');
     -- A sliding window lowers its current count (sliding.sql).
     IF p.kind OPERATOR(pg_catalog.=) 'sliding'::pg_catalog.text THEN
-        d := @extschema@.rl_sliding_apply($1, $2, @extschema@.rl_sliding_limit(p), '0'::pg_catalog.float8, 'refund', $3);
+        d := @extschema@.rl_apply($1, $2, @extschema@.rl_sliding_limit(p), NULL::@extschema@.rl_request, 'refund', $3,
+                                  NULL::pg_catalog.float8, true);
         RETURN @extschema@.rl_policy_answer(d, p, $1);
     END IF;
     l := @extschema@.rl_policy_limit(p, $1, $2);

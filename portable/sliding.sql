@@ -235,14 +235,16 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT CASE WHEN op OPERATOR(pg_catalog.=) 'refund'::pg_catalog.text THEN @extschema@.rl_sliding_refund(w, l, amount, now_us)
                   ELSE @extschema@.rl_sliding_decide(w, l, cost, now_us) END $$;
 
--- Decides request r on bucket s at now_us: a token bucket's (rl_decide),
--- or, when sliding, a sliding window's whose previous count is previous.
-CREATE FUNCTION rl_bucket_decide(s rl_bucket, previous float8, sliding boolean, l rl_limit, r rl_request,
-                                 now_us bigint) RETURNS rl_decision
+-- What operation op decides on bucket s at now_us: a token bucket's
+-- (rl_operate), or, when sliding, a sliding window's whose count of the
+-- window before is previous (rl_sliding_operate, of r's cost).
+CREATE FUNCTION rl_bucket_operate(s rl_bucket, previous float8, sliding boolean, l rl_limit, r rl_request,
+                                  op text, amount float8, now_us bigint) RETURNS rl_decision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT CASE WHEN sliding
-                  THEN @extschema@.rl_sliding_decide(ROW(s.tokens, s.stamp_us, previous)::@extschema@.rl_window, l, r.cost, now_us)
-                  ELSE @extschema@.rl_decide(s, l, r, now_us) END $$;
+                  THEN @extschema@.rl_sliding_operate(ROW(s.tokens, s.stamp_us, previous)::@extschema@.rl_window, l, r.cost,
+                                                      op, amount, now_us)
+                  ELSE @extschema@.rl_operate(s, l, r, op, amount, now_us) END $$;
 
 -- Validate() of a sliding window's request (SlidingValidate), in its
 -- order: the errors of a token bucket's, and two of its own.
@@ -273,71 +275,5 @@ BEGIN
                   DETAIL = pg_catalog.format('A cost of %s can never be taken under a sliding window that admits at most %s in a window.', r.cost, l.burst),
                   HINT = 'Lower cost, or define the policy with a larger max_count.';
     END IF;
-END
-$$;
-
--- Decides (and, but for a check, stores) operation op on window (name,
--- key), as rl_apply does for a bucket: a decision that writes nothing is
--- made on the row as committed, without a lock; one that writes locks the
--- row and, if it changed meanwhile, decides again on what it holds then.
--- A new key starts empty (full room) at the clock.
-CREATE FUNCTION rl_sliding_apply(p_name text, p_key text, l rl_limit, cost float8, op text,
-                                 amount float8 DEFAULT 0)
-RETURNS rl_decision
-LANGUAGE plpgsql VOLATILE AS $$
-DECLARE
-    writes boolean := op OPERATOR(pg_catalog.<>) 'check'::pg_catalog.text;
-    looked @extschema@.rl_window;
-    w @extschema@.rl_window;
-    d @extschema@.rl_decision;
-    now_us bigint;
-    inserted integer;
-BEGIN
-    LOOP
-        now_us := @extschema@.rl_now();
-        SELECT t.tokens, t.stamp_us, t.previous INTO looked
-          FROM @extschema@.rl_buckets AS t WHERE t.name OPERATOR(pg_catalog.=) p_name AND t.key OPERATOR(pg_catalog.=) p_key;
-        IF NOT FOUND THEN
-            looked := NULL;
-            w := ROW(l.burst, now_us, '0'::pg_catalog.float8)::@extschema@.rl_window;
-        ELSE
-            w := looked;
-        END IF;
-        d := @extschema@.rl_sliding_operate(w, l, cost, op, amount, now_us);
-        IF NOT writes OR NOT d.write THEN
-            RETURN d;
-        END IF;
-        SELECT t.tokens, t.stamp_us, t.previous INTO w
-          FROM @extschema@.rl_buckets AS t WHERE t.name OPERATOR(pg_catalog.=) p_name AND t.key OPERATOR(pg_catalog.=) p_key FOR UPDATE;
-        IF NOT FOUND THEN
-            IF looked IS NOT NULL THEN
-                CONTINUE; -- reset meanwhile: look again
-            END IF;
-            INSERT INTO @extschema@.rl_buckets AS t
-                (name, key, tokens, stamp_us, full_at_us, blocked_until_us, previous)
-            VALUES (p_name, p_key, (d.next).tokens, (d.next).stamp_us, @extschema@.rl_full_at(d, now_us),
-                    (d.next).blocked_until_us, '0'::pg_catalog.float8)
-            ON CONFLICT ON CONSTRAINT rl_buckets_pkey DO NOTHING;
-            GET DIAGNOSTICS inserted = ROW_COUNT;
-            IF inserted OPERATOR(pg_catalog.=) 1 THEN
-                RETURN d;
-            END IF;
-            CONTINUE; -- inserted meanwhile: decide again on it
-        END IF;
-        -- What was decided on is what is locked: the decision stands, at the
-        -- clock reading it was made at.  Otherwise decide again, now.
-        IF looked IS NULL OR NOT (w OPERATOR(pg_catalog.=) looked) THEN
-            now_us := @extschema@.rl_now();
-            d := @extschema@.rl_sliding_operate(w, l, cost, op, amount, now_us);
-        END IF;
-        IF d.write THEN
-            UPDATE @extschema@.rl_buckets AS t
-               SET (tokens, stamp_us, full_at_us, blocked_until_us, previous)
-                   = ROW((d.next).tokens, (d.next).stamp_us, @extschema@.rl_full_at(d, now_us), (d.next).blocked_until_us,
-                         (@extschema@.rl_sliding_refill(w, l, now_us)).previous)
-             WHERE t.name OPERATOR(pg_catalog.=) p_name AND t.key OPERATOR(pg_catalog.=) p_key;
-        END IF;
-        RETURN d;
-    END LOOP;
 END
 $$;

@@ -36,12 +36,9 @@ BEGIN
     b_sliding := coalesce(b_sliding, pg_catalog.array_fill(false, ARRAY[buckets]));
     all_allowed := true;
     b_decision := '{}';
-    IF buckets = 1 AND b_sliding[1] THEN
-        d := @extschema@.rl_sliding_apply(b_name[1], b_key[1], b_limit[1], b_request[1].cost, 'take');
-        b_decision[1] := d;
-        all_allowed := d.allowed;
-    ELSIF buckets = 1 THEN
-        d := @extschema@.rl_apply(b_name[1], b_key[1], b_limit[1], b_request[1], 'take', 0::float8, b_initial[1]);
+    IF buckets = 1 THEN
+        d := @extschema@.rl_apply(b_name[1], b_key[1], b_limit[1], b_request[1], 'take', 0::float8, b_initial[1],
+                                  b_sliding[1]);
         b_decision[1] := d;
         all_allowed := d.allowed;
     ELSE
@@ -57,7 +54,8 @@ BEGIN
             END IF;
             b_state[b] := s;
             b_previous[b] := previous;
-            b_decision[b] := @extschema@.rl_bucket_decide(s, previous, b_sliding[b], b_limit[b], b_request[b], now_us);
+            b_decision[b] := @extschema@.rl_bucket_operate(s, previous, b_sliding[b], b_limit[b], b_request[b],
+                                                           'take', 0::float8, now_us);
             all_allowed := all_allowed AND b_decision[b].allowed;
         END LOOP;
         IF all_allowed THEN
@@ -93,8 +91,8 @@ BEGIN
                         s.stamp_us := now_us;
                         b_state[b] := s;
                     END IF;
-                    b_decision[b] := @extschema@.rl_bucket_decide(b_state[b], b_previous[b], b_sliding[b], b_limit[b],
-                                                                  b_request[b], now_us);
+                    b_decision[b] := @extschema@.rl_bucket_operate(b_state[b], b_previous[b], b_sliding[b], b_limit[b],
+                                                                   b_request[b], 'take', 0::float8, now_us);
                     all_allowed := all_allowed AND b_decision[b].allowed;
                 END LOOP;
                 IF all_allowed IS NOT TRUE THEN
@@ -132,8 +130,9 @@ BEGIN
             FOR b IN 1..buckets LOOP
                 IF b_decision[b].allowed THEN
                     wait := b_decision[b].retry_after;
-                    d := @extschema@.rl_bucket_decide(b_state[b], b_previous[b], b_sliding[b], b_limit[b],
-                                                      ROW(0, false, false, 0, 'Infinity')::@extschema@.rl_request, now_us);
+                    d := @extschema@.rl_bucket_operate(b_state[b], b_previous[b], b_sliding[b], b_limit[b],
+                                                       ROW(0, false, false, 0, 'Infinity')::@extschema@.rl_request,
+                                                       'take', 0::float8, now_us);
                     d.allowed := true;
                     d.retry_after := wait;
                     b_decision[b] := d;
@@ -433,12 +432,9 @@ BEGIN
                 IF b_held[b] > 0 AND b IS DISTINCT FROM denied_hold THEN
                     b_decision[b] := @extschema@.rl_places_decision(b_name[b], b_key[b], b_held[b], b_request[b].cost::integer,
                                                              b_lease[b], false);
-                ELSIF b_sliding[b] AND NOT kept THEN
-                    b_decision[b] := @extschema@.rl_sliding_apply(b_name[b], b_key[b], b_limit[b], b_request[b].cost,
-                                                                  'check'::text);
                 ELSIF b_held[b] = 0 AND NOT kept THEN
                     b_decision[b] := @extschema@.rl_apply(b_name[b], b_key[b], b_limit[b], b_request[b],
-                                                          'check'::text, 0::float8, b_initial[b]);
+                                                          'check'::text, 0::float8, b_initial[b], b_sliding[b]);
                 END IF;
             END LOOP;
             all_allowed := false;

@@ -23,8 +23,10 @@ DROP FUNCTION rl_policies_change();
 -- replaces 0.3.0's refusal.
 ALTER TABLE @extschema@.rl_buckets ADD COLUMN previous float8 NOT NULL DEFAULT '0'::pg_catalog.float8;
 \ir sliding.sql
--- A token bucket's write stores previous 0 (apply.sql, the quick path of
--- policy_take.sql and take_all.sql's rl_take_buckets).
+-- rl_apply stores sliding windows too (its new last parameter, sliding),
+-- and a token bucket's write stores previous 0 (apply.sql, the quick path
+-- of policy_take.sql and take_all.sql's rl_take_buckets).
+DROP FUNCTION rl_apply(text, text, rl_limit, rl_request, text, float8, float8);
 \ir apply.sql
 -- rate_limit_define's new last parameter, enforce, with its column in
 -- rl_policies and the view rate_limit_policies; the columns of concurrency

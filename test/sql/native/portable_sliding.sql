@@ -120,10 +120,35 @@ BEGIN
 END
 $$;
 -- Six runs of 500, each followed by a purge of both at the clock it left
--- and by the listing of every window's buckets.  What a purge says is not
--- shown: the native one also purges what other tests left, and the calls
--- (random()) are not the same sequence on every version; the listings after
--- it are compared.
+-- and by the listing of every window's buckets.  A purge is of the test's
+-- own names, one by one (the native table holds what other tests left):
+-- what each limiter says it purged and the rows of the name it deleted are
+-- kept (purges) and compared; the listings after it are compared.
+CREATE TEMP TABLE purges (step int, clock text, name text, native bigint, portable bigint,
+                          native_gone bigint, portable_gone bigint, native_left bigint, same_rows boolean);
+-- Purges name in both at the clock set.  The portable one first: its
+-- purge must be the statement that began the transaction.
+CREATE PROCEDURE pg_temp.purge(p_name text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    native bigint;
+    portable bigint;
+    native_before bigint;
+    portable_before bigint;
+BEGIN
+    native_before := (SELECT count(*) FROM ratelimit.buckets AS b WHERE b.name = p_name);
+    portable_before := (SELECT count(*) FROM portable_sliding.rl_buckets AS b WHERE b.name = p_name);
+    CALL portable_sliding.rate_limit_purge(p_name, portable);
+    CALL rate_limit_purge(p_name, native);
+    INSERT INTO purges
+    SELECT (SELECT coalesce(max(c.step), 0) + 1 FROM calls AS c), current_setting('portable_sliding.clock'),
+           p_name, native, portable,
+           native_before - (SELECT count(*) FROM ratelimit.buckets AS b WHERE b.name = p_name),
+           portable_before - (SELECT count(*) FROM portable_sliding.rl_buckets AS b WHERE b.name = p_name),
+           (SELECT count(*) FROM ratelimit.buckets AS b WHERE b.name = p_name),
+           pg_temp.native_rows() = pg_temp.portable_rows();
+END
+$$;
 CREATE FUNCTION pg_temp.listing(schema text) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -136,50 +161,32 @@ END
 $$;
 SELECT setseed(0.17);
 SELECT pg_temp.run(500) > 0 AS ran;
-\o /dev/null
-CALL rate_limit_purge();
-CALL portable_sliding.rate_limit_purge();
-\o
+CALL pg_temp.purge('ps-ten'); CALL pg_temp.purge('ps-frac'); CALL pg_temp.purge('ps-odd'); CALL pg_temp.purge('ps-tiny'); CALL pg_temp.purge('ps-bucket');
 INSERT INTO calls
 SELECT max(step) + 1, 'purge', NULL, pg_temp.listing('public'), pg_temp.listing('portable_sliding'),
        pg_temp.native_rows(), pg_temp.portable_rows(), NULL FROM calls;
 SELECT pg_temp.run(500) > 0 AS ran;
-\o /dev/null
-CALL rate_limit_purge();
-CALL portable_sliding.rate_limit_purge();
-\o
+CALL pg_temp.purge('ps-ten'); CALL pg_temp.purge('ps-frac'); CALL pg_temp.purge('ps-odd'); CALL pg_temp.purge('ps-tiny'); CALL pg_temp.purge('ps-bucket');
 INSERT INTO calls
 SELECT max(step) + 1, 'purge', NULL, pg_temp.listing('public'), pg_temp.listing('portable_sliding'),
        pg_temp.native_rows(), pg_temp.portable_rows(), NULL FROM calls;
 SELECT pg_temp.run(500) > 0 AS ran;
-\o /dev/null
-CALL rate_limit_purge();
-CALL portable_sliding.rate_limit_purge();
-\o
+CALL pg_temp.purge('ps-ten'); CALL pg_temp.purge('ps-frac'); CALL pg_temp.purge('ps-odd'); CALL pg_temp.purge('ps-tiny'); CALL pg_temp.purge('ps-bucket');
 INSERT INTO calls
 SELECT max(step) + 1, 'purge', NULL, pg_temp.listing('public'), pg_temp.listing('portable_sliding'),
        pg_temp.native_rows(), pg_temp.portable_rows(), NULL FROM calls;
 SELECT pg_temp.run(500) > 0 AS ran;
-\o /dev/null
-CALL rate_limit_purge();
-CALL portable_sliding.rate_limit_purge();
-\o
+CALL pg_temp.purge('ps-ten'); CALL pg_temp.purge('ps-frac'); CALL pg_temp.purge('ps-odd'); CALL pg_temp.purge('ps-tiny'); CALL pg_temp.purge('ps-bucket');
 INSERT INTO calls
 SELECT max(step) + 1, 'purge', NULL, pg_temp.listing('public'), pg_temp.listing('portable_sliding'),
        pg_temp.native_rows(), pg_temp.portable_rows(), NULL FROM calls;
 SELECT pg_temp.run(500) > 0 AS ran;
-\o /dev/null
-CALL rate_limit_purge();
-CALL portable_sliding.rate_limit_purge();
-\o
+CALL pg_temp.purge('ps-ten'); CALL pg_temp.purge('ps-frac'); CALL pg_temp.purge('ps-odd'); CALL pg_temp.purge('ps-tiny'); CALL pg_temp.purge('ps-bucket');
 INSERT INTO calls
 SELECT max(step) + 1, 'purge', NULL, pg_temp.listing('public'), pg_temp.listing('portable_sliding'),
        pg_temp.native_rows(), pg_temp.portable_rows(), NULL FROM calls;
 SELECT pg_temp.run(500) > 0 AS ran;
-\o /dev/null
-CALL rate_limit_purge();
-CALL portable_sliding.rate_limit_purge();
-\o
+CALL pg_temp.purge('ps-ten'); CALL pg_temp.purge('ps-frac'); CALL pg_temp.purge('ps-odd'); CALL pg_temp.purge('ps-tiny'); CALL pg_temp.purge('ps-bucket');
 INSERT INTO calls
 SELECT max(step) + 1, 'purge', NULL, pg_temp.listing('public'), pg_temp.listing('portable_sliding'),
        pg_temp.native_rows(), pg_temp.portable_rows(), NULL FROM calls;
@@ -198,6 +205,20 @@ SELECT count(*) AS calls,
        count(DISTINCT native_rows) > 1000 AS rows_change
 FROM calls;
 SELECT op, count(*) FROM calls WHERE op = 'purge' GROUP BY op;
+-- Every purge of every name: both said the same, each what it deleted of
+-- that name, and left the same rows; some deleted rows, some left some.
+SELECT count(*) AS purges,
+       count(*) FILTER (WHERE native IS DISTINCT FROM portable) AS counts_differ,
+       count(*) FILTER (WHERE native IS DISTINCT FROM native_gone
+                          OR portable IS DISTINCT FROM portable_gone) AS miscounted,
+       count(*) FILTER (WHERE same_rows IS NOT TRUE) AS rows_differ,
+       count(*) FILTER (WHERE native > 0) > 5 AS some_purged,
+       count(*) FILTER (WHERE native_left > 0) > 5 AS some_left
+  FROM purges;
+SELECT step, name, native, portable, native_gone, portable_gone FROM purges
+ WHERE native IS DISTINCT FROM portable OR native IS DISTINCT FROM native_gone
+    OR portable IS DISTINCT FROM portable_gone
+ ORDER BY step, name LIMIT 3;
 SELECT op, count(*) > 100 AS enough FROM calls WHERE op <> 'purge' GROUP BY op ORDER BY op;
 -- The first differences, if any.
 SELECT step, op, call, native, portable FROM calls
@@ -253,8 +274,34 @@ SELECT step, call, native_rows, portable_rows FROM switches
  WHERE native IS DISTINCT FROM portable OR native_rows IS DISTINCT FROM portable_rows
  ORDER BY step LIMIT 3;
 
+-- Purges of a window of its own at set clocks, what each says shown: keys
+-- a, b and c take 2 of 5 at 5000 and still count at 5014; 'late' takes at
+-- 5025; at 5031 a, b and c are two windows on and go, 'late' stays; at
+-- 5045 it goes too.
+CREATE FUNCTION pg_temp.set_clock(seconds text) RETURNS text
+LANGUAGE sql AS $$
+SELECT set_config('ratelimit.fixed_clock', seconds, false) || ' ' || set_config('portable_sliding.clock', seconds, false) $$;
+SELECT pg_temp.set_clock('5000');
+SELECT count(*) AS defined FROM rate_limit_define_sliding_window('ps-purge', 5, '10 seconds') AS n,
+    portable_sliding.rate_limit_define_sliding_window('ps-purge', 5, '10 seconds') AS p;
+SELECT count(*) FILTER (WHERE n::text = p::text AND n.allowed) AS same_granted
+  FROM unnest(ARRAY['a', 'b', 'c']) AS k, LATERAL rate_limit_take('ps-purge', k, 2) AS n,
+    LATERAL portable_sliding.rate_limit_take('ps-purge', k, 2) AS p;
+SELECT pg_temp.set_clock('5014');
+CALL pg_temp.purge('ps-purge');
+SELECT pg_temp.set_clock('5025');
+SELECT n::text = p::text AS same, n.allowed
+  FROM rate_limit_take('ps-purge', 'late', 1) AS n, portable_sliding.rate_limit_take('ps-purge', 'late', 1) AS p;
+SELECT pg_temp.set_clock('5031');
+CALL pg_temp.purge('ps-purge');
+SELECT pg_temp.set_clock('5045');
+CALL pg_temp.purge('ps-purge');
+RESET ratelimit.fixed_clock;
+SELECT clock, native, portable, native_gone, portable_gone, native_left, same_rows
+  FROM purges WHERE name = 'ps-purge' ORDER BY clock::numeric;
+
 SELECT count(*) AS dropped
-  FROM unnest(ARRAY['ps-ten', 'ps-frac', 'ps-odd', 'ps-tiny', 'ps-bucket', 'ps-switch']) AS n,
+  FROM unnest(ARRAY['ps-ten', 'ps-frac', 'ps-odd', 'ps-tiny', 'ps-bucket', 'ps-switch', 'ps-purge']) AS n,
     LATERAL rate_limit_drop(n) AS d;
 SET client_min_messages = warning;
 DROP SCHEMA portable_sliding CASCADE;
