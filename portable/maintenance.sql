@@ -150,10 +150,17 @@ BEGIN
     -- Judged on the latest version once it is locked (READ COMMITTED
     -- rechecks the condition on a row replaced meanwhile); a row someone
     -- holds is skipped.  So is a row whose policy the snapshot sees in a
-    -- version that a committed transaction has replaced or deleted since
-    -- (see rl_find_policy): full by that definition, it may not be by the
-    -- latest one.  And when any policy was defined, redefined or dropped
-    -- since the snapshot was taken (rl_policies_changed, read once, in the
+    -- version that a committed transaction may have replaced or deleted
+    -- since: full by that definition, it may not be by the latest one.  A
+    -- version with no xmax has not been; one with an xmax may merely be
+    -- locked (by its own writer, by FOR KEY SHARE or FOR SHARE, or by a
+    -- multixact, whose id is no transaction's), which the xmax does not
+    -- tell, so it stands unless a policy was defined, redefined or dropped
+    -- by a transaction committed since the snapshot: the snapshot's
+    -- version of rl_policy_changes, read by the statement itself and for
+    -- each row after its policy (so also when the row is judged again),
+    -- has been replaced.  And when any policy was defined, redefined or
+    -- dropped since the snapshot was taken (rl_policies_changed, read once, in the
     -- same snapshot), so is every row whose name has no policy in it: a
     -- policy defined since may govern the name, and a row full by the
     -- limit it was written with may not be by that policy.  Left, a row is
@@ -164,7 +171,11 @@ BEGIN
          WHERE (p_name IS NULL OR t.name = p_name)
            AND (after_name IS NULL OR (t.name, t.key) > (after_name, after_key))
            AND (t.name, t.key) <= (last_name, last_key)
-           AND (p.name IS NULL OR p.xmax = '0'::xid OR p.xmax = p.xmin OR NOT @extschema@.rl_committed(p.xmax))
+           AND CASE WHEN p.name IS NULL OR p.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid THEN true
+                    ELSE NOT EXISTS (SELECT FROM @extschema@.rl_policy_changes AS c
+                                      WHERE p.name IS NOT NULL
+                                        AND c.xmax OPERATOR(pg_catalog.<>) '0'::pg_catalog.xid
+                                        AND @extschema@.rl_committed(c.xmax)) END
            AND (p.name IS NOT NULL OR NOT (SELECT @extschema@.rl_policies_changed()))
            AND CASE WHEN p.kind OPERATOR(pg_catalog.=) 'sliding'::pg_catalog.text
                     THEN @extschema@.rl_sliding_is_full(ROW(t.tokens, t.stamp_us, t.previous)::@extschema@.rl_window,
@@ -186,8 +197,11 @@ GRANT EXECUTE ON FUNCTION rl_purge_batch(text, text, text, integer) TO PUBLIC;
 
 -- Before purge's first batch (BeginBatches): refused on a standby,
 -- and inside a transaction block, where it could not commit: there the
--- CALL is not the statement that began the transaction.  (From a function
--- it is, and the procedure's first COMMIT refuses it, with 2D000.)
+-- transaction began before the CALL did.  A transaction that a procedure
+-- began with its COMMIT (the purge's own, or its caller's) began after the
+-- statement that called it, and the purge runs.  (From a function the
+-- transaction began with the statement, and the procedure's first COMMIT
+-- refuses the call, with 2D000.)
 CREATE FUNCTION rl_begin_batches(function_name text) RETURNS void
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -196,7 +210,7 @@ BEGIN
     IF pg_catalog.pg_is_in_recovery() THEN
         PERFORM @extschema@.rl_report_recovery(function_name, @extschema@.rl_state_logged());
     END IF;
-    IF pg_catalog.statement_timestamp() <> pg_catalog.transaction_timestamp() THEN
+    IF pg_catalog.statement_timestamp() OPERATOR(pg_catalog.>) pg_catalog.transaction_timestamp() THEN
         PERFORM @extschema@.rl_report_atomic_call(function_name, '1000 keys');
     END IF;
 END

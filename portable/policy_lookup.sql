@@ -47,8 +47,12 @@ $$;
 -- 40001.  An xmax may also be a row lock: rate_limit_define's INSERT ... ON
 -- CONFLICT DO UPDATE leaves its own transaction's lock on the version it
 -- writes (xmax = xmin, which a replaced version visible to another
--- snapshot never has); nothing else locks rl_policies' rows, and at READ
--- COMMITTED a version seen twice is taken as merely locked.  No row: a
+-- snapshot never has).  Another transaction may lock the row too (FOR KEY
+-- SHARE, FOR SHARE) and leave its id, or a multixact's, in the xmax: at
+-- READ COMMITTED a version seen twice is taken as merely locked; under
+-- REPEATABLE READ or SERIALIZABLE, a version whose xmax reads as committed
+-- was replaced only if a policy was defined, redefined or dropped since
+-- the snapshot was taken (rl_policies_changed).  No row: a
 -- policy defined since a REPEATABLE READ or SERIALIZABLE snapshot was
 -- taken would not be in it either, so there the call fails with 40001 if
 -- any policy was defined, redefined or dropped since (one more read, off
@@ -85,6 +89,9 @@ BEGIN
         END IF;
         IF pg_catalog.current_setting('transaction_isolation'::pg_catalog.text)
            OPERATOR(pg_catalog.<>) 'read committed'::pg_catalog.text THEN
+            IF NOT @extschema@.rl_policies_changed() THEN
+                RETURN got.policy;
+            END IF;
             PERFORM @extschema@.rl_report_policy_changed(p_name);
         END IF;
         seen := got.at;
