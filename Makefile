@@ -207,9 +207,12 @@ demo:
 bench:
 	bench/run
 
+bench-instructions:
+	bench/instructions
+
 test:
 	scripts/test
 
 EXTRA_CLEAN = $(UNIT_BIN) $(LOAD_BIN) output_iso output_portable output_memory
 
-.PHONY: unit load isolationcheck installcheck-portable installcheck-memory regress-results dist demo test bench
+.PHONY: unit load isolationcheck installcheck-portable installcheck-memory regress-results dist demo test bench bench-instructions
