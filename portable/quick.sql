@@ -40,27 +40,23 @@ COMMENT ON FUNCTION rl_next_whole_token(float8, float8) IS
     'the balance of the next whole token above a balance, at most the burst';
 
 -- The balance of bucket (tokens, stamp_us) at now_us, no earlier than
--- stamp_us (rl_refill(...).tokens).
+-- stamp_us (rl_refill(...).tokens).  least() stands for rl_refill's
+-- comparisons (the tokens held at most burst; a sum that rounding carries
+-- past burst is burst): the same numbers, in fewer nodes, each of which
+-- every transaction builds anew.
 CREATE FUNCTION rl_quick_balance(tokens float8, stamp_us bigint, now_us bigint, rate float8, burst float8)
 RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT CASE WHEN now_us OPERATOR(pg_catalog.=) stamp_us
-                  THEN CASE WHEN tokens OPERATOR(pg_catalog.<) burst THEN tokens ELSE burst END
+AS $$ SELECT CASE WHEN now_us OPERATOR(pg_catalog.=) stamp_us THEN least(tokens, burst)
                   WHEN (rate OPERATOR(pg_catalog.*) ((now_us OPERATOR(pg_catalog.-) stamp_us)::pg_catalog.float8
                                                      OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8))
-                       OPERATOR(pg_catalog.>=)
-                       (burst OPERATOR(pg_catalog.-) CASE WHEN tokens OPERATOR(pg_catalog.<) burst THEN tokens ELSE burst END)
+                       OPERATOR(pg_catalog.>=) (burst OPERATOR(pg_catalog.-) least(tokens, burst))
                   THEN burst
-                  WHEN (CASE WHEN tokens OPERATOR(pg_catalog.<) burst THEN tokens ELSE burst END
-                        OPERATOR(pg_catalog.+)
-                        (rate OPERATOR(pg_catalog.*) ((now_us OPERATOR(pg_catalog.-) stamp_us)::pg_catalog.float8
-                                                      OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8)))
-                       OPERATOR(pg_catalog.>) burst
-                  THEN burst
-                  ELSE CASE WHEN tokens OPERATOR(pg_catalog.<) burst THEN tokens ELSE burst END
-                       OPERATOR(pg_catalog.+)
-                       (rate OPERATOR(pg_catalog.*) ((now_us OPERATOR(pg_catalog.-) stamp_us)::pg_catalog.float8
-                                                     OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8)) END $$;
+                  ELSE least(least(tokens, burst)
+                             OPERATOR(pg_catalog.+)
+                             (rate OPERATOR(pg_catalog.*) ((now_us OPERATOR(pg_catalog.-) stamp_us)::pg_catalog.float8
+                                                           OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8)),
+                             burst) END $$;
 COMMENT ON FUNCTION rl_quick_balance(float8, bigint, bigint, float8, float8) IS
     'the balance of a bucket under a plain limit at a clock reading, inlined: rl_refill''s';
 
