@@ -98,8 +98,8 @@ BEGIN
                               AND limit_burst OPERATOR(pg_catalog.<) '1e150'::pg_catalog.float8
                               AND stored_tokens OPERATOR(pg_catalog.>) '-1e150'::pg_catalog.float8
                               AND $3 OPERATOR(pg_catalog.<=) limit_burst);
-            left_over := @extschema@.rl_quick_balance(stored_tokens, stored_stamp_us, now_us, limit_rate, limit_burst)
-                         OPERATOR(pg_catalog.-) $3;
+            balance := @extschema@.rl_quick_balance(stored_tokens, stored_stamp_us, now_us, limit_rate, limit_burst);
+            left_over := balance OPERATOR(pg_catalog.-) $3;
             IF left_over OPERATOR(pg_catalog.>=) '0'::pg_catalog.float8 THEN
                 -- Granted: the waits of the bucket left, stamped now.
                 IF left_over OPERATOR(pg_catalog.>=) limit_burst THEN
@@ -164,7 +164,6 @@ BEGIN
             END IF;
             -- Denied: the waits of the bucket as stored; nothing written.  A
             -- report-only policy's would-be denial is answered as allowed.
-            balance := @extschema@.rl_quick_balance(stored_tokens, stored_stamp_us, now_us, limit_rate, limit_burst);
             elapsed := (now_us OPERATOR(pg_catalog.-) stored_stamp_us)::pg_catalog.float8;
             capped := CASE WHEN stored_tokens OPERATOR(pg_catalog.<) limit_burst THEN stored_tokens ELSE limit_burst END;
             estimate := @extschema@.rl_quick_estimate(balance, $3, limit_rate);
