@@ -112,9 +112,7 @@ BEGIN
                     EXIT WHEN reset_us IS NULL;
                 END IF;
                 -- The next whole token (rl_next_whole_token's common case).
-                whole := CASE WHEN left_over OPERATOR(pg_catalog.>) '0'::pg_catalog.float8
-                              THEN pg_catalog.floor(left_over) ELSE '0'::pg_catalog.float8 END
-                         OPERATOR(pg_catalog.+) '1'::pg_catalog.float8;
+                whole := greatest(pg_catalog.floor(left_over), '0'::pg_catalog.float8) OPERATOR(pg_catalog.+) '1'::pg_catalog.float8;
                 EXIT WHEN NOT (whole OPERATOR(pg_catalog.>) left_over);
                 IF whole OPERATOR(pg_catalog.>=) limit_burst THEN
                     refill_us := reset_us;
@@ -165,7 +163,7 @@ BEGIN
             -- Denied: the waits of the bucket as stored; nothing written.  A
             -- report-only policy's would-be denial is answered as allowed.
             elapsed := (now_us OPERATOR(pg_catalog.-) stored_stamp_us)::pg_catalog.float8;
-            capped := CASE WHEN stored_tokens OPERATOR(pg_catalog.<) limit_burst THEN stored_tokens ELSE limit_burst END;
+            capped := least(stored_tokens, limit_burst);
             estimate := @extschema@.rl_quick_estimate(balance, $3, limit_rate);
             retry_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst OPERATOR(pg_catalog.-) capped, estimate,
                                                   $3, limit_rate);
@@ -174,9 +172,7 @@ BEGIN
             reset_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst OPERATOR(pg_catalog.-) capped, estimate,
                                                   limit_burst, limit_rate);
             EXIT WHEN reset_us IS NULL;
-            whole := CASE WHEN balance OPERATOR(pg_catalog.>) '0'::pg_catalog.float8
-                          THEN pg_catalog.floor(balance) ELSE '0'::pg_catalog.float8 END
-                     OPERATOR(pg_catalog.+) '1'::pg_catalog.float8;
+            whole := greatest(pg_catalog.floor(balance), '0'::pg_catalog.float8) OPERATOR(pg_catalog.+) '1'::pg_catalog.float8;
             EXIT WHEN NOT (whole OPERATOR(pg_catalog.>) balance);
             IF whole OPERATOR(pg_catalog.>=) limit_burst THEN
                 refill_us := reset_us;
