@@ -44,6 +44,9 @@ DECLARE
     elapsed pg_catalog.float8;
     capped pg_catalog.float8;
     estimate pg_catalog.float8;
+    gap pg_catalog.float8;               -- burst less the tokens held
+    at_credit pg_catalog.float8;         -- the credits at estimate, and at the microsecond before
+    before_credit pg_catalog.float8;
     reset_us pg_catalog.float8;
     refill_us pg_catalog.float8;
     retry_us pg_catalog.float8;
@@ -101,14 +104,17 @@ BEGIN
             balance := @extschema@.rl_quick_balance(stored_tokens, stored_stamp_us, now_us, limit_rate, limit_burst);
             left_over := balance OPERATOR(pg_catalog.-) $3;
             IF left_over OPERATOR(pg_catalog.>=) '0'::pg_catalog.float8 THEN
-                -- Granted: the waits of the bucket left, stamped now.
+                -- Granted: the waits of the bucket left, stamped now (elapsed
+                -- 0, which adds nothing to a wait).
                 IF left_over OPERATOR(pg_catalog.>=) limit_burst THEN
                     reset_us := '0'::pg_catalog.float8;
                 ELSE
+                    gap := limit_burst OPERATOR(pg_catalog.-) left_over;
                     estimate := @extschema@.rl_quick_estimate(left_over, limit_burst, limit_rate);
-                    reset_us := @extschema@.rl_quick_wait('0'::pg_catalog.float8, left_over,
-                                                          limit_burst OPERATOR(pg_catalog.-) left_over,
-                                                          estimate, limit_burst, limit_rate);
+                    at_credit := @extschema@.rl_quick_credit(estimate, limit_rate);
+                    before_credit := @extschema@.rl_quick_credit(estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8,
+                                                                 limit_rate);
+                    reset_us := @extschema@.rl_quick_wait(estimate, at_credit, before_credit, left_over, gap, limit_burst);
                     EXIT WHEN reset_us IS NULL;
                 END IF;
                 -- The next whole token (rl_next_whole_token's common case).
@@ -117,10 +123,12 @@ BEGIN
                 IF whole OPERATOR(pg_catalog.>=) limit_burst THEN
                     refill_us := reset_us;
                 ELSE
+                    -- (left_over < whole < burst: gap is set.)
                     estimate := @extschema@.rl_quick_estimate(left_over, whole, limit_rate);
-                    refill_us := @extschema@.rl_quick_wait('0'::pg_catalog.float8, left_over,
-                                                           limit_burst OPERATOR(pg_catalog.-) left_over,
-                                                           estimate, whole, limit_rate);
+                    at_credit := @extschema@.rl_quick_credit(estimate, limit_rate);
+                    before_credit := @extschema@.rl_quick_credit(estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8,
+                                                                 limit_rate);
+                    refill_us := @extschema@.rl_quick_wait(estimate, at_credit, before_credit, left_over, gap, whole);
                     EXIT WHEN refill_us IS NULL;
                 END IF;
                 IF $4 OPERATOR(pg_catalog.=) 'take'::pg_catalog.text AND $3 OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 THEN
@@ -164,13 +172,20 @@ BEGIN
             -- report-only policy's would-be denial is answered as allowed.
             elapsed := (now_us OPERATOR(pg_catalog.-) stored_stamp_us)::pg_catalog.float8;
             capped := least(stored_tokens, limit_burst);
+            gap := limit_burst OPERATOR(pg_catalog.-) capped;
             estimate := @extschema@.rl_quick_estimate(balance, $3, limit_rate);
-            retry_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst OPERATOR(pg_catalog.-) capped, estimate,
-                                                  $3, limit_rate);
+            at_credit := @extschema@.rl_quick_credit(elapsed OPERATOR(pg_catalog.+) estimate, limit_rate);
+            before_credit := @extschema@.rl_quick_credit(elapsed OPERATOR(pg_catalog.+)
+                                                         (estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8),
+                                                         limit_rate);
+            retry_us := @extschema@.rl_quick_wait(estimate, at_credit, before_credit, capped, gap, $3);
             EXIT WHEN retry_us IS NULL;
             estimate := @extschema@.rl_quick_estimate(balance, limit_burst, limit_rate);
-            reset_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst OPERATOR(pg_catalog.-) capped, estimate,
-                                                  limit_burst, limit_rate);
+            at_credit := @extschema@.rl_quick_credit(elapsed OPERATOR(pg_catalog.+) estimate, limit_rate);
+            before_credit := @extschema@.rl_quick_credit(elapsed OPERATOR(pg_catalog.+)
+                                                         (estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8),
+                                                         limit_rate);
+            reset_us := @extschema@.rl_quick_wait(estimate, at_credit, before_credit, capped, gap, limit_burst);
             EXIT WHEN reset_us IS NULL;
             whole := greatest(pg_catalog.floor(balance), '0'::pg_catalog.float8) OPERATOR(pg_catalog.+) '1'::pg_catalog.float8;
             EXIT WHEN NOT (whole OPERATOR(pg_catalog.>) balance);
@@ -178,8 +193,11 @@ BEGIN
                 refill_us := reset_us;
             ELSE
                 estimate := @extschema@.rl_quick_estimate(balance, whole, limit_rate);
-                refill_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst OPERATOR(pg_catalog.-) capped,
-                                                       estimate, whole, limit_rate);
+                at_credit := @extschema@.rl_quick_credit(elapsed OPERATOR(pg_catalog.+) estimate, limit_rate);
+                before_credit := @extschema@.rl_quick_credit(elapsed OPERATOR(pg_catalog.+)
+                                                             (estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8),
+                                                             limit_rate);
+                refill_us := @extschema@.rl_quick_wait(estimate, at_credit, before_credit, capped, gap, whole);
                 EXIT WHEN refill_us IS NULL;
             END IF;
             RETURN ROW(NOT limit_enforce, balance,
