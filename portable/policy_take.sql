@@ -89,16 +89,17 @@ BEGIN
                  WHERE b.name OPERATOR(pg_catalog.=) $1 AND b.key OPERATOR(pg_catalog.=) $2
                    AND NOT EXISTS (SELECT FROM @extschema@.rl_policies AS p WHERE p.name OPERATOR(pg_catalog.=) $1);
             END IF;
+            -- The bounds of quick.sql's expressions, and a bucket out of any
+            -- box.  A clock reading is a timestamptz, never 2^61
+            -- microseconds below 0: a stamp within 2^52 before it is within
+            -- 2^62 of 0.
             EXIT WHEN NOT FOUND
-                      OR NOT (stored_stamp_us OPERATOR(pg_catalog.<=) now_us
-                              AND stored_blocked_us OPERATOR(pg_catalog.<=) now_us
+                      OR NOT (greatest(stored_stamp_us, stored_blocked_us) OPERATOR(pg_catalog.<=) now_us
                               AND (now_us OPERATOR(pg_catalog.-) stored_stamp_us)
                                   OPERATOR(pg_catalog.<) '4503599627370496'::bigint
-                              AND stored_stamp_us OPERATOR(pg_catalog.>) '-4611686018427387904'::bigint
                               AND now_us OPERATOR(pg_catalog.<) '4611686018427387904'::bigint
                               AND limit_rate OPERATOR(pg_catalog.>) '1e-150'::pg_catalog.float8
-                              AND limit_rate OPERATOR(pg_catalog.<) '1e150'::pg_catalog.float8
-                              AND limit_burst OPERATOR(pg_catalog.<) '1e150'::pg_catalog.float8
+                              AND greatest(limit_rate, limit_burst) OPERATOR(pg_catalog.<) '1e150'::pg_catalog.float8
                               AND stored_tokens OPERATOR(pg_catalog.>) '-1e150'::pg_catalog.float8
                               AND $3 OPERATOR(pg_catalog.<=) limit_burst);
             balance := @extschema@.rl_quick_balance(stored_tokens, stored_stamp_us, now_us, limit_rate, limit_burst);
