@@ -119,11 +119,14 @@ BEGIN
                     EXIT WHEN reset_us IS NULL;
                 END IF;
                 -- The next whole token (rl_next_whole_token's common case).
+                -- Where it is burst or more, rl_next_whole_token's level is
+                -- burst, also where a token more is not representable (past
+                -- 2^53): refill_after is then reset_after.
                 whole := greatest(pg_catalog.floor(left_over), '0'::pg_catalog.float8) OPERATOR(pg_catalog.+) '1'::pg_catalog.float8;
-                EXIT WHEN NOT (whole OPERATOR(pg_catalog.>) left_over);
                 IF whole OPERATOR(pg_catalog.>=) limit_burst THEN
                     refill_us := reset_us;
                 ELSE
+                    EXIT WHEN NOT (whole OPERATOR(pg_catalog.>) left_over);
                     -- (left_over < whole < burst: gap is set.)
                     estimate := @extschema@.rl_quick_estimate(left_over, whole, limit_rate);
                     at_credit := @extschema@.rl_quick_credit(estimate, limit_rate);
@@ -189,10 +192,10 @@ BEGIN
             reset_us := @extschema@.rl_quick_wait(estimate, at_credit, before_credit, capped, gap, limit_burst);
             EXIT WHEN reset_us IS NULL;
             whole := greatest(pg_catalog.floor(balance), '0'::pg_catalog.float8) OPERATOR(pg_catalog.+) '1'::pg_catalog.float8;
-            EXIT WHEN NOT (whole OPERATOR(pg_catalog.>) balance);
             IF whole OPERATOR(pg_catalog.>=) limit_burst THEN
                 refill_us := reset_us;
             ELSE
+                EXIT WHEN NOT (whole OPERATOR(pg_catalog.>) balance);
                 estimate := @extschema@.rl_quick_estimate(balance, whole, limit_rate);
                 at_credit := @extschema@.rl_quick_credit(elapsed OPERATOR(pg_catalog.+) estimate, limit_rate);
                 before_credit := @extschema@.rl_quick_credit(elapsed OPERATOR(pg_catalog.+)
