@@ -16,9 +16,11 @@
 -- but on a standby.  The policy and the bucket as committed are read in one
 -- statement without a lock, the clock after them; the decision is
 -- rl_decide's, in the expressions of quick.sql; a granted take is stored if
--- the row still holds what it was decided on, as rl_apply does.  A row
--- written meanwhile is then locked (READ COMMITTED's UPDATE waits for its
--- writer and locks the new version; the other levels fail with 40001), and
+-- the row still holds what it was decided on, as rl_apply does (found by
+-- the ctid it was read at, and its name and key: a version written since
+-- is at another ctid).  A row written meanwhile is then locked (READ
+-- COMMITTED's UPDATE waits for its writer and locks the new version; the
+-- other levels fail with 40001), and
 -- the take is decided once more on the row as that writer left it, at a new
 -- clock reading: by one more UPDATE where that leaves the same balance, else
 -- from the start.  A denial and a check write and lock nothing.  Everything
@@ -37,6 +39,7 @@ DECLARE
     stored_tokens pg_catalog.float8;
     stored_stamp_us bigint;
     stored_blocked_us bigint;
+    stored_at pg_catalog.tid;            -- where the row read is
     now_us bigint;
     balance pg_catalog.float8;
     left_over pg_catalog.float8;
@@ -67,9 +70,9 @@ BEGIN
         FOR attempt IN 1..2 LOOP
             IF $5 IS NULL THEN
                 SELECT p.tokens_per_second, p.burst, p.rate, p.per, p.jitter, p.enforce,
-                       b.tokens, b.stamp_us, b.blocked_until_us, @extschema@.rl_now()
+                       b.tokens, b.stamp_us, b.blocked_until_us, b.ctid, @extschema@.rl_now()
                   INTO limit_rate, limit_burst, limit_quota, limit_per, limit_jitter, limit_enforce,
-                       stored_tokens, stored_stamp_us, stored_blocked_us, now_us
+                       stored_tokens, stored_stamp_us, stored_blocked_us, stored_at, now_us
                   FROM @extschema@.rl_policies AS p, @extschema@.rl_buckets AS b
                  WHERE p.name OPERATOR(pg_catalog.=) $1 AND b.name OPERATOR(pg_catalog.=) $1
                    AND b.key OPERATOR(pg_catalog.=) $2
@@ -82,9 +85,9 @@ BEGIN
                 -- No policy of that name as committed when this statement
                 -- began (READ COMMITTED: as rl_find_policy finds it).
                 SELECT $5, $6, $5, '1 second'::interval, '0'::pg_catalog.float8, true,
-                       b.tokens, b.stamp_us, b.blocked_until_us, @extschema@.rl_now()
+                       b.tokens, b.stamp_us, b.blocked_until_us, b.ctid, @extschema@.rl_now()
                   INTO limit_rate, limit_burst, limit_quota, limit_per, limit_jitter, limit_enforce,
-                       stored_tokens, stored_stamp_us, stored_blocked_us, now_us
+                       stored_tokens, stored_stamp_us, stored_blocked_us, stored_at, now_us
                   FROM @extschema@.rl_buckets AS b
                  WHERE b.name OPERATOR(pg_catalog.=) $1 AND b.key OPERATOR(pg_catalog.=) $2
                    AND NOT EXISTS (SELECT FROM @extschema@.rl_policies AS p WHERE p.name OPERATOR(pg_catalog.=) $1);
@@ -140,7 +143,8 @@ BEGIN
                        SET (tokens, stamp_us, full_at_us, previous)
                            = ROW(left_over, now_us, greatest(now_us OPERATOR(pg_catalog.+) reset_us::bigint, stored_blocked_us),
                                  '0'::pg_catalog.float8)
-                     WHERE t.name OPERATOR(pg_catalog.=) $1 AND t.key OPERATOR(pg_catalog.=) $2
+                     WHERE t.ctid OPERATOR(pg_catalog.=) stored_at
+                       AND t.name OPERATOR(pg_catalog.=) $1 AND t.key OPERATOR(pg_catalog.=) $2
                        AND t.tokens OPERATOR(pg_catalog.=) stored_tokens
                        AND t.stamp_us OPERATOR(pg_catalog.=) stored_stamp_us
                        AND t.blocked_until_us OPERATOR(pg_catalog.=) stored_blocked_us;
