@@ -90,27 +90,28 @@ COMMENT ON FUNCTION rl_quick_holds(float8, float8, float8, float8) IS
 
 -- The wait in whole microseconds until a bucket holding tokens (as
 -- rl_quick_holds), stamped elapsed_us before the clock reading, holds level,
--- given estimate (rl_quick_estimate of its balance at the clock reading)
--- and the credits at_credit and before_credit of elapsed_us + estimate and
+-- given estimate (rl_quick_estimate of its balance at the clock reading) and
+-- the credits at_credit and before_credit of elapsed_us + estimate and
 -- elapsed_us + (estimate - 1) (rl_quick_credit; the caller computes each
--- once, for each is used twice; whatever the estimate, under the bounds
--- above each is a finite number): what rl_wait_micros finds from
--- rl_micros_until's estimate where the estimate itself is that wait, else
--- NULL.  Both loops end at the least wait that holds (the balance only
--- grows with time): the estimate, where it holds and the one before it
--- does not.  elapsed_us + a wait counts whole microseconds below 2^53:
--- exactly (and elapsed_us 0 adds nothing).  Where the estimate is a
--- microsecond off (rounding; rare) the caller takes the general way, which
--- finds the wait by those loops: so the expression is small, for every
--- transaction builds it anew.
+-- once, for each is used twice; whatever the estimate, under the bounds above
+-- each is a finite number): what rl_wait_micros finds from rl_micros_until's
+-- estimate where the estimate itself is that wait, else NULL.  Both loops end
+-- at the least wait that holds (the balance only grows with time): the
+-- estimate, where it holds and the one before it does not.  The bucket does
+-- not hold level at the clock reading (its balance there is below level, as
+-- rl_quick_estimate's tokens are below its target): so the estimate is at
+-- least 1 (the ceiling of a positive number), and where it is 1, the
+-- microsecond before it, the clock reading, does not hold.  elapsed_us + a
+-- wait counts whole microseconds below 2^53: exactly (and elapsed_us 0 adds
+-- nothing).  Where the estimate is a microsecond off (rounding; rare) the
+-- caller takes the general way, which finds the wait by those loops: so the
+-- expression is small, for every transaction builds it anew.
 CREATE FUNCTION rl_quick_wait(estimate float8, at_credit float8, before_credit float8, tokens float8, gap float8,
                               level float8) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT CASE WHEN estimate OPERATOR(pg_catalog.>=) '1'::pg_catalog.float8
-                       AND estimate OPERATOR(pg_catalog.<) '1125899906842624'::pg_catalog.float8
+AS $$ SELECT CASE WHEN estimate OPERATOR(pg_catalog.<) '1125899906842624'::pg_catalog.float8
                        AND @extschema@.rl_quick_holds(at_credit, tokens, gap, level)
-                       AND NOT (estimate OPERATOR(pg_catalog.>) '1'::pg_catalog.float8
-                                AND @extschema@.rl_quick_holds(before_credit, tokens, gap, level))
+                       AND NOT @extschema@.rl_quick_holds(before_credit, tokens, gap, level)
                   THEN estimate END $$;
 COMMENT ON FUNCTION rl_quick_wait(float8, float8, float8, float8, float8, float8) IS
     'the wait of rl_wait_micros under a plain limit, inlined where it is its estimate';
