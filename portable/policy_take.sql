@@ -139,10 +139,11 @@ BEGIN
                     EXIT WHEN refill_us IS NULL;
                 END IF;
                 IF $4 OPERATOR(pg_catalog.=) 'take'::pg_catalog.text AND $3 OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 THEN
+                    -- Full at now + reset_after: no earlier than the end of
+                    -- the box the bucket is out of (rl_full_at's greatest()).
                     UPDATE @extschema@.rl_buckets AS t
                        SET (tokens, stamp_us, full_at_us, previous)
-                           = ROW(left_over, now_us, greatest(now_us OPERATOR(pg_catalog.+) reset_us::bigint, stored_blocked_us),
-                                 '0'::pg_catalog.float8)
+                           = ROW(left_over, now_us, now_us OPERATOR(pg_catalog.+) reset_us::bigint, '0'::pg_catalog.float8)
                      WHERE t.ctid OPERATOR(pg_catalog.=) stored_at
                        AND t.name OPERATOR(pg_catalog.=) $1 AND t.key OPERATOR(pg_catalog.=) $2
                        AND t.tokens OPERATOR(pg_catalog.=) stored_tokens
