@@ -44,7 +44,8 @@ DECLARE
     balance pg_catalog.float8;
     left_over pg_catalog.float8;
     whole pg_catalog.float8;
-    elapsed pg_catalog.float8;
+    elapsed pg_catalog.float8;           -- microseconds since the stamp
+    credit pg_catalog.float8;            -- and their credit
     capped pg_catalog.float8;
     estimate pg_catalog.float8;
     gap pg_catalog.float8;               -- burst less the tokens held
@@ -105,7 +106,10 @@ BEGIN
                               AND greatest(limit_rate, limit_burst) OPERATOR(pg_catalog.<) '1e150'::pg_catalog.float8
                               AND stored_tokens OPERATOR(pg_catalog.>) '-1e150'::pg_catalog.float8
                               AND $3 OPERATOR(pg_catalog.<=) limit_burst);
-            balance := @extschema@.rl_quick_balance(stored_tokens, stored_stamp_us, now_us, limit_rate, limit_burst);
+            elapsed := (now_us OPERATOR(pg_catalog.-) stored_stamp_us)::pg_catalog.float8;
+            credit := @extschema@.rl_quick_credit(elapsed, limit_rate);
+            balance := @extschema@.rl_quick_refilled(stored_tokens, credit, now_us OPERATOR(pg_catalog.=) stored_stamp_us,
+                                                     limit_burst);
             left_over := balance OPERATOR(pg_catalog.-) $3;
             IF left_over OPERATOR(pg_catalog.>=) '0'::pg_catalog.float8 THEN
                 -- Granted: the waits of the bucket left, stamped now (elapsed
@@ -179,7 +183,6 @@ BEGIN
             END IF;
             -- Denied: the waits of the bucket as stored; nothing written.  A
             -- report-only policy's would-be denial is answered as allowed.
-            elapsed := (now_us OPERATOR(pg_catalog.-) stored_stamp_us)::pg_catalog.float8;
             capped := least(stored_tokens, limit_burst);
             gap := limit_burst OPERATOR(pg_catalog.-) capped;
             estimate := @extschema@.rl_quick_estimate(balance, $3, limit_rate);

@@ -47,22 +47,30 @@ AS $$ SELECT rate OPERATOR(pg_catalog.*) (elapsed_us OPERATOR(pg_catalog./) '100
 COMMENT ON FUNCTION rl_quick_credit(float8, float8) IS
     'the credit of a rate over some microseconds, inlined: rl_credit''s';
 
+-- The balance of a bucket holding tokens once credit (rl_quick_credit of
+-- the time since its stamp) is added, stamped_now where that time is 0
+-- (rl_refill(...).tokens).  least() stands for rl_refill's comparisons (the
+-- tokens held at most burst; a sum that rounding carries past burst is
+-- burst): the same numbers, in fewer nodes, each of which every transaction
+-- builds anew.
+CREATE FUNCTION rl_quick_refilled(tokens float8, credit float8, stamped_now boolean, burst float8)
+RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT CASE WHEN stamped_now THEN least(tokens, burst)
+                  WHEN credit OPERATOR(pg_catalog.>=) (burst OPERATOR(pg_catalog.-) least(tokens, burst)) THEN burst
+                  ELSE least(least(tokens, burst) OPERATOR(pg_catalog.+) credit, burst) END $$;
+COMMENT ON FUNCTION rl_quick_refilled(float8, float8, boolean, float8) IS
+    'the balance of a bucket under a plain limit once a credit is added, inlined: rl_refill''s';
+
 -- The balance of bucket (tokens, stamp_us) at now_us, no earlier than
--- stamp_us (rl_refill(...).tokens).  least() stands for rl_refill's
--- comparisons (the tokens held at most burst; a sum that rounding carries
--- past burst is burst): the same numbers, in fewer nodes, each of which
--- every transaction builds anew.
+-- stamp_us (rl_refill(...).tokens).
 CREATE FUNCTION rl_quick_balance(tokens float8, stamp_us bigint, now_us bigint, rate float8, burst float8)
 RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT CASE WHEN now_us OPERATOR(pg_catalog.=) stamp_us THEN least(tokens, burst)
-                  WHEN @extschema@.rl_quick_credit((now_us OPERATOR(pg_catalog.-) stamp_us)::pg_catalog.float8, rate)
-                       OPERATOR(pg_catalog.>=) (burst OPERATOR(pg_catalog.-) least(tokens, burst))
-                  THEN burst
-                  ELSE least(least(tokens, burst)
-                             OPERATOR(pg_catalog.+)
-                             @extschema@.rl_quick_credit((now_us OPERATOR(pg_catalog.-) stamp_us)::pg_catalog.float8, rate),
-                             burst) END $$;
+AS $$ SELECT @extschema@.rl_quick_refilled(tokens,
+                                          @extschema@.rl_quick_credit((now_us OPERATOR(pg_catalog.-) stamp_us)::pg_catalog.float8,
+                                                                      rate),
+                                          now_us OPERATOR(pg_catalog.=) stamp_us, burst) $$;
 COMMENT ON FUNCTION rl_quick_balance(float8, bigint, bigint, float8, float8) IS
     'the balance of a bucket under a plain limit at a clock reading, inlined: rl_refill''s';
 
