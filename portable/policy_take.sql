@@ -16,9 +16,11 @@
 -- but on a standby.  The policy and the bucket as committed are read in one
 -- statement without a lock, the clock after them; the decision is
 -- rl_decide's, in the expressions of quick.sql; a granted take is stored if
--- the row still holds what it was decided on, as rl_apply does.  A row
--- written meanwhile is then locked (READ COMMITTED's UPDATE waits for its
--- writer and locks the new version; the other levels fail with 40001), and
+-- the row still holds what it was decided on, as rl_apply does (found by
+-- the ctid it was read at, and its name and key: a version written since
+-- is at another ctid).  A row written meanwhile is then locked (READ
+-- COMMITTED's UPDATE waits for its writer and locks the new version; the
+-- other levels fail with 40001), and
 -- the take is decided once more on the row as that writer left it, at a new
 -- clock reading: by one more UPDATE where that leaves the same balance, else
 -- from the start.  A denial and a check write and lock nothing.  Everything
@@ -37,13 +39,18 @@ DECLARE
     stored_tokens pg_catalog.float8;
     stored_stamp_us bigint;
     stored_blocked_us bigint;
+    stored_at pg_catalog.tid;            -- where the row read is
     now_us bigint;
     balance pg_catalog.float8;
     left_over pg_catalog.float8;
     whole pg_catalog.float8;
-    elapsed pg_catalog.float8;
+    elapsed pg_catalog.float8;           -- microseconds since the stamp
+    credit pg_catalog.float8;            -- and their credit
     capped pg_catalog.float8;
     estimate pg_catalog.float8;
+    gap pg_catalog.float8;               -- burst less the tokens held
+    at_credit pg_catalog.float8;         -- the credits at estimate, and at the microsecond before
+    before_credit pg_catalog.float8;
     reset_us pg_catalog.float8;
     refill_us pg_catalog.float8;
     retry_us pg_catalog.float8;
@@ -64,9 +71,9 @@ BEGIN
         FOR attempt IN 1..2 LOOP
             IF $5 IS NULL THEN
                 SELECT p.tokens_per_second, p.burst, p.rate, p.per, p.jitter, p.enforce,
-                       b.tokens, b.stamp_us, b.blocked_until_us, @extschema@.rl_now()
+                       b.tokens, b.stamp_us, b.blocked_until_us, b.ctid, @extschema@.rl_now()
                   INTO limit_rate, limit_burst, limit_quota, limit_per, limit_jitter, limit_enforce,
-                       stored_tokens, stored_stamp_us, stored_blocked_us, now_us
+                       stored_tokens, stored_stamp_us, stored_blocked_us, stored_at, now_us
                   FROM @extschema@.rl_policies AS p, @extschema@.rl_buckets AS b
                  WHERE p.name OPERATOR(pg_catalog.=) $1 AND b.name OPERATOR(pg_catalog.=) $1
                    AND b.key OPERATOR(pg_catalog.=) $2
@@ -79,58 +86,70 @@ BEGIN
                 -- No policy of that name as committed when this statement
                 -- began (READ COMMITTED: as rl_find_policy finds it).
                 SELECT $5, $6, $5, '1 second'::interval, '0'::pg_catalog.float8, true,
-                       b.tokens, b.stamp_us, b.blocked_until_us, @extschema@.rl_now()
+                       b.tokens, b.stamp_us, b.blocked_until_us, b.ctid, @extschema@.rl_now()
                   INTO limit_rate, limit_burst, limit_quota, limit_per, limit_jitter, limit_enforce,
-                       stored_tokens, stored_stamp_us, stored_blocked_us, now_us
+                       stored_tokens, stored_stamp_us, stored_blocked_us, stored_at, now_us
                   FROM @extschema@.rl_buckets AS b
                  WHERE b.name OPERATOR(pg_catalog.=) $1 AND b.key OPERATOR(pg_catalog.=) $2
                    AND NOT EXISTS (SELECT FROM @extschema@.rl_policies AS p WHERE p.name OPERATOR(pg_catalog.=) $1);
             END IF;
+            -- The bounds of quick.sql's expressions, and a bucket out of any
+            -- box.  A clock reading is a timestamptz, never 2^61
+            -- microseconds below 0: a stamp within 2^52 before it is within
+            -- 2^62 of 0.
             EXIT WHEN NOT FOUND
-                      OR NOT (stored_stamp_us OPERATOR(pg_catalog.<=) now_us
-                              AND stored_blocked_us OPERATOR(pg_catalog.<=) now_us
+                      OR NOT (greatest(stored_stamp_us, stored_blocked_us) OPERATOR(pg_catalog.<=) now_us
                               AND (now_us OPERATOR(pg_catalog.-) stored_stamp_us)
                                   OPERATOR(pg_catalog.<) '4503599627370496'::bigint
-                              AND stored_stamp_us OPERATOR(pg_catalog.>) '-4611686018427387904'::bigint
                               AND now_us OPERATOR(pg_catalog.<) '4611686018427387904'::bigint
                               AND limit_rate OPERATOR(pg_catalog.>) '1e-150'::pg_catalog.float8
-                              AND limit_rate OPERATOR(pg_catalog.<) '1e150'::pg_catalog.float8
-                              AND limit_burst OPERATOR(pg_catalog.<) '1e150'::pg_catalog.float8
+                              AND greatest(limit_rate, limit_burst) OPERATOR(pg_catalog.<) '1e150'::pg_catalog.float8
                               AND stored_tokens OPERATOR(pg_catalog.>) '-1e150'::pg_catalog.float8
                               AND $3 OPERATOR(pg_catalog.<=) limit_burst);
-            left_over := @extschema@.rl_quick_balance(stored_tokens, stored_stamp_us, now_us, limit_rate, limit_burst)
-                         OPERATOR(pg_catalog.-) $3;
+            elapsed := (now_us OPERATOR(pg_catalog.-) stored_stamp_us)::pg_catalog.float8;
+            credit := @extschema@.rl_quick_credit(elapsed, limit_rate);
+            balance := @extschema@.rl_quick_refilled(stored_tokens, credit, now_us OPERATOR(pg_catalog.=) stored_stamp_us,
+                                                     limit_burst);
+            left_over := balance OPERATOR(pg_catalog.-) $3;
             IF left_over OPERATOR(pg_catalog.>=) '0'::pg_catalog.float8 THEN
-                -- Granted: the waits of the bucket left, stamped now.
+                -- Granted: the waits of the bucket left, stamped now (elapsed
+                -- 0, which adds nothing to a wait).
                 IF left_over OPERATOR(pg_catalog.>=) limit_burst THEN
                     reset_us := '0'::pg_catalog.float8;
                 ELSE
+                    gap := limit_burst OPERATOR(pg_catalog.-) left_over;
                     estimate := @extschema@.rl_quick_estimate(left_over, limit_burst, limit_rate);
-                    reset_us := @extschema@.rl_quick_wait('0'::pg_catalog.float8, left_over,
-                                                          limit_burst OPERATOR(pg_catalog.-) left_over,
-                                                          estimate, limit_burst, limit_rate);
+                    at_credit := @extschema@.rl_quick_credit(estimate, limit_rate);
+                    before_credit := @extschema@.rl_quick_credit(estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8,
+                                                                 limit_rate);
+                    reset_us := @extschema@.rl_quick_wait(estimate, at_credit, before_credit, left_over, gap, limit_burst);
                     EXIT WHEN reset_us IS NULL;
                 END IF;
                 -- The next whole token (rl_next_whole_token's common case).
-                whole := CASE WHEN left_over OPERATOR(pg_catalog.>) '0'::pg_catalog.float8
-                              THEN pg_catalog.floor(left_over) ELSE '0'::pg_catalog.float8 END
-                         OPERATOR(pg_catalog.+) '1'::pg_catalog.float8;
-                EXIT WHEN NOT (whole OPERATOR(pg_catalog.>) left_over);
+                -- Where it is burst or more, rl_next_whole_token's level is
+                -- burst, also where a token more is not representable (past
+                -- 2^53): refill_after is then reset_after.
+                whole := greatest(pg_catalog.floor(left_over), '0'::pg_catalog.float8) OPERATOR(pg_catalog.+) '1'::pg_catalog.float8;
                 IF whole OPERATOR(pg_catalog.>=) limit_burst THEN
                     refill_us := reset_us;
                 ELSE
+                    EXIT WHEN NOT (whole OPERATOR(pg_catalog.>) left_over);
+                    -- (left_over < whole < burst: gap is set.)
                     estimate := @extschema@.rl_quick_estimate(left_over, whole, limit_rate);
-                    refill_us := @extschema@.rl_quick_wait('0'::pg_catalog.float8, left_over,
-                                                           limit_burst OPERATOR(pg_catalog.-) left_over,
-                                                           estimate, whole, limit_rate);
+                    at_credit := @extschema@.rl_quick_credit(estimate, limit_rate);
+                    before_credit := @extschema@.rl_quick_credit(estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8,
+                                                                 limit_rate);
+                    refill_us := @extschema@.rl_quick_wait(estimate, at_credit, before_credit, left_over, gap, whole);
                     EXIT WHEN refill_us IS NULL;
                 END IF;
                 IF $4 OPERATOR(pg_catalog.=) 'take'::pg_catalog.text AND $3 OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 THEN
+                    -- Full at now + reset_after: no earlier than the end of
+                    -- the box the bucket is out of (rl_full_at's greatest()).
                     UPDATE @extschema@.rl_buckets AS t
                        SET (tokens, stamp_us, full_at_us, previous)
-                           = ROW(left_over, now_us, greatest(now_us OPERATOR(pg_catalog.+) reset_us::bigint, stored_blocked_us),
-                                 '0'::pg_catalog.float8)
-                     WHERE t.name OPERATOR(pg_catalog.=) $1 AND t.key OPERATOR(pg_catalog.=) $2
+                           = ROW(left_over, now_us, now_us OPERATOR(pg_catalog.+) reset_us::bigint, '0'::pg_catalog.float8)
+                     WHERE t.ctid OPERATOR(pg_catalog.=) stored_at
+                       AND t.name OPERATOR(pg_catalog.=) $1 AND t.key OPERATOR(pg_catalog.=) $2
                        AND t.tokens OPERATOR(pg_catalog.=) stored_tokens
                        AND t.stamp_us OPERATOR(pg_catalog.=) stored_stamp_us
                        AND t.blocked_until_us OPERATOR(pg_catalog.=) stored_blocked_us;
@@ -164,27 +183,33 @@ BEGIN
             END IF;
             -- Denied: the waits of the bucket as stored; nothing written.  A
             -- report-only policy's would-be denial is answered as allowed.
-            balance := @extschema@.rl_quick_balance(stored_tokens, stored_stamp_us, now_us, limit_rate, limit_burst);
-            elapsed := (now_us OPERATOR(pg_catalog.-) stored_stamp_us)::pg_catalog.float8;
-            capped := CASE WHEN stored_tokens OPERATOR(pg_catalog.<) limit_burst THEN stored_tokens ELSE limit_burst END;
+            capped := least(stored_tokens, limit_burst);
+            gap := limit_burst OPERATOR(pg_catalog.-) capped;
             estimate := @extschema@.rl_quick_estimate(balance, $3, limit_rate);
-            retry_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst OPERATOR(pg_catalog.-) capped, estimate,
-                                                  $3, limit_rate);
+            at_credit := @extschema@.rl_quick_credit(elapsed OPERATOR(pg_catalog.+) estimate, limit_rate);
+            before_credit := @extschema@.rl_quick_credit(elapsed OPERATOR(pg_catalog.+)
+                                                         (estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8),
+                                                         limit_rate);
+            retry_us := @extschema@.rl_quick_wait(estimate, at_credit, before_credit, capped, gap, $3);
             EXIT WHEN retry_us IS NULL;
             estimate := @extschema@.rl_quick_estimate(balance, limit_burst, limit_rate);
-            reset_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst OPERATOR(pg_catalog.-) capped, estimate,
-                                                  limit_burst, limit_rate);
+            at_credit := @extschema@.rl_quick_credit(elapsed OPERATOR(pg_catalog.+) estimate, limit_rate);
+            before_credit := @extschema@.rl_quick_credit(elapsed OPERATOR(pg_catalog.+)
+                                                         (estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8),
+                                                         limit_rate);
+            reset_us := @extschema@.rl_quick_wait(estimate, at_credit, before_credit, capped, gap, limit_burst);
             EXIT WHEN reset_us IS NULL;
-            whole := CASE WHEN balance OPERATOR(pg_catalog.>) '0'::pg_catalog.float8
-                          THEN pg_catalog.floor(balance) ELSE '0'::pg_catalog.float8 END
-                     OPERATOR(pg_catalog.+) '1'::pg_catalog.float8;
-            EXIT WHEN NOT (whole OPERATOR(pg_catalog.>) balance);
+            whole := greatest(pg_catalog.floor(balance), '0'::pg_catalog.float8) OPERATOR(pg_catalog.+) '1'::pg_catalog.float8;
             IF whole OPERATOR(pg_catalog.>=) limit_burst THEN
                 refill_us := reset_us;
             ELSE
+                EXIT WHEN NOT (whole OPERATOR(pg_catalog.>) balance);
                 estimate := @extschema@.rl_quick_estimate(balance, whole, limit_rate);
-                refill_us := @extschema@.rl_quick_wait(elapsed, capped, limit_burst OPERATOR(pg_catalog.-) capped,
-                                                       estimate, whole, limit_rate);
+                at_credit := @extschema@.rl_quick_credit(elapsed OPERATOR(pg_catalog.+) estimate, limit_rate);
+                before_credit := @extschema@.rl_quick_credit(elapsed OPERATOR(pg_catalog.+)
+                                                             (estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8),
+                                                             limit_rate);
+                refill_us := @extschema@.rl_quick_wait(estimate, at_credit, before_credit, capped, gap, whole);
                 EXIT WHEN refill_us IS NULL;
             END IF;
             RETURN ROW(NOT limit_enforce, balance,

@@ -39,28 +39,38 @@ AS $$ SELECT CASE WHEN NOT (((CASE WHEN tokens OPERATOR(pg_catalog.>) '0'::pg_ca
 COMMENT ON FUNCTION rl_next_whole_token(float8, float8) IS
     'the balance of the next whole token above a balance, at most the burst';
 
+-- The credit of rate tokens a second over elapsed_us microseconds
+-- (rl_credit's, within the bounds above).
+CREATE FUNCTION rl_quick_credit(elapsed_us float8, rate float8) RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT rate OPERATOR(pg_catalog.*) (elapsed_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8) $$;
+COMMENT ON FUNCTION rl_quick_credit(float8, float8) IS
+    'the credit of a rate over some microseconds, inlined: rl_credit''s';
+
+-- The balance of a bucket holding tokens once credit (rl_quick_credit of
+-- the time since its stamp) is added, stamped_now where that time is 0
+-- (rl_refill(...).tokens).  least() stands for rl_refill's comparisons (the
+-- tokens held at most burst; a sum that rounding carries past burst is
+-- burst): the same numbers, in fewer nodes, each of which every transaction
+-- builds anew.
+CREATE FUNCTION rl_quick_refilled(tokens float8, credit float8, stamped_now boolean, burst float8)
+RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT CASE WHEN stamped_now THEN least(tokens, burst)
+                  WHEN credit OPERATOR(pg_catalog.>=) (burst OPERATOR(pg_catalog.-) least(tokens, burst)) THEN burst
+                  ELSE least(least(tokens, burst) OPERATOR(pg_catalog.+) credit, burst) END $$;
+COMMENT ON FUNCTION rl_quick_refilled(float8, float8, boolean, float8) IS
+    'the balance of a bucket under a plain limit once a credit is added, inlined: rl_refill''s';
+
 -- The balance of bucket (tokens, stamp_us) at now_us, no earlier than
 -- stamp_us (rl_refill(...).tokens).
 CREATE FUNCTION rl_quick_balance(tokens float8, stamp_us bigint, now_us bigint, rate float8, burst float8)
 RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT CASE WHEN now_us OPERATOR(pg_catalog.=) stamp_us
-                  THEN CASE WHEN tokens OPERATOR(pg_catalog.<) burst THEN tokens ELSE burst END
-                  WHEN (rate OPERATOR(pg_catalog.*) ((now_us OPERATOR(pg_catalog.-) stamp_us)::pg_catalog.float8
-                                                     OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8))
-                       OPERATOR(pg_catalog.>=)
-                       (burst OPERATOR(pg_catalog.-) CASE WHEN tokens OPERATOR(pg_catalog.<) burst THEN tokens ELSE burst END)
-                  THEN burst
-                  WHEN (CASE WHEN tokens OPERATOR(pg_catalog.<) burst THEN tokens ELSE burst END
-                        OPERATOR(pg_catalog.+)
-                        (rate OPERATOR(pg_catalog.*) ((now_us OPERATOR(pg_catalog.-) stamp_us)::pg_catalog.float8
-                                                      OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8)))
-                       OPERATOR(pg_catalog.>) burst
-                  THEN burst
-                  ELSE CASE WHEN tokens OPERATOR(pg_catalog.<) burst THEN tokens ELSE burst END
-                       OPERATOR(pg_catalog.+)
-                       (rate OPERATOR(pg_catalog.*) ((now_us OPERATOR(pg_catalog.-) stamp_us)::pg_catalog.float8
-                                                     OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8)) END $$;
+AS $$ SELECT @extschema@.rl_quick_refilled(tokens,
+                                          @extschema@.rl_quick_credit((now_us OPERATOR(pg_catalog.-) stamp_us)::pg_catalog.float8,
+                                                                      rate),
+                                          now_us OPERATOR(pg_catalog.=) stamp_us, burst) $$;
 COMMENT ON FUNCTION rl_quick_balance(float8, bigint, bigint, float8, float8) IS
     'the balance of a bucket under a plain limit at a clock reading, inlined: rl_refill''s';
 
@@ -74,42 +84,42 @@ COMMENT ON FUNCTION rl_quick_estimate(float8, float8, float8) IS
     'the first estimate of rl_micros_until, inlined';
 
 -- Whether a bucket holding tokens (at most burst, which is tokens + gap)
--- holds level (at most burst) elapsed_us after it was stamped, or, with
--- level the cost of a request that does not reserve, admits it (rl_holds
--- of rl_refill): its balance is then the burst once the credit reaches
--- gap, else tokens plus the credit.
-CREATE FUNCTION rl_quick_holds(elapsed_us float8, tokens float8, gap float8, level float8, rate float8)
+-- holds level (at most burst) once credit (rl_quick_credit) is added, or,
+-- with level the cost of a request that does not reserve, admits it
+-- (rl_holds of rl_refill): its balance is then the burst once the credit
+-- reaches gap, else tokens plus the credit.
+CREATE FUNCTION rl_quick_holds(credit float8, tokens float8, gap float8, level float8)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT (rate OPERATOR(pg_catalog.*) (elapsed_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8))
-             OPERATOR(pg_catalog.>=) gap
-             OR (tokens OPERATOR(pg_catalog.+)
-                 (rate OPERATOR(pg_catalog.*) (elapsed_us OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8)))
-                OPERATOR(pg_catalog.>=) level $$;
-COMMENT ON FUNCTION rl_quick_holds(float8, float8, float8, float8, float8) IS
-    'whether a bucket under a plain limit holds a level some time after its stamp, inlined: rl_holds''s';
+AS $$ SELECT credit OPERATOR(pg_catalog.>=) gap
+             OR (tokens OPERATOR(pg_catalog.+) credit) OPERATOR(pg_catalog.>=) level $$;
+COMMENT ON FUNCTION rl_quick_holds(float8, float8, float8, float8) IS
+    'whether a bucket under a plain limit holds a level once a credit is added, inlined: rl_holds''s';
 
 -- The wait in whole microseconds until a bucket holding tokens (as
 -- rl_quick_holds), stamped elapsed_us before the clock reading, holds level,
--- given estimate (rl_quick_estimate of its balance at the clock reading):
--- what rl_wait_micros finds from rl_micros_until's estimate where the
--- estimate itself is that wait, else NULL.  Both loops end at the least wait
--- that holds (the balance only grows with time): the estimate, where it
--- holds and the one before it does not.  elapsed_us + a wait counts whole
--- microseconds below 2^53: exactly.  Where the estimate is a microsecond off
--- (rounding; rare) the caller takes the general way, which finds the wait by
--- those loops: so the expression is small, for every transaction builds it
--- anew.
-CREATE FUNCTION rl_quick_wait(elapsed_us float8, tokens float8, gap float8, estimate float8, level float8,
-                              rate float8) RETURNS float8
+-- given estimate (rl_quick_estimate of its balance at the clock reading) and
+-- the credits at_credit and before_credit of elapsed_us + estimate and
+-- elapsed_us + (estimate - 1) (rl_quick_credit; the caller computes each
+-- once, for each is used twice; whatever the estimate, under the bounds above
+-- each is a finite number): what rl_wait_micros finds from rl_micros_until's
+-- estimate where the estimate itself is that wait, else NULL.  Both loops end
+-- at the least wait that holds (the balance only grows with time): the
+-- estimate, where it holds and the one before it does not.  The bucket does
+-- not hold level at the clock reading (its balance there is below level, as
+-- rl_quick_estimate's tokens are below its target): so the estimate is at
+-- least 1 (the ceiling of a positive number), and where it is 1, the
+-- microsecond before it, the clock reading, does not hold.  elapsed_us + a
+-- wait counts whole microseconds below 2^53: exactly (and elapsed_us 0 adds
+-- nothing).  Where the estimate is a microsecond off (rounding; rare) the
+-- caller takes the general way, which finds the wait by those loops: so the
+-- expression is small, for every transaction builds it anew.
+CREATE FUNCTION rl_quick_wait(estimate float8, at_credit float8, before_credit float8, tokens float8, gap float8,
+                              level float8) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT CASE WHEN estimate OPERATOR(pg_catalog.>=) '1'::pg_catalog.float8
-                       AND estimate OPERATOR(pg_catalog.<) '1125899906842624'::pg_catalog.float8
-                       AND @extschema@.rl_quick_holds(elapsed_us OPERATOR(pg_catalog.+) estimate, tokens, gap, level, rate)
-                       AND NOT (estimate OPERATOR(pg_catalog.>) '1'::pg_catalog.float8
-                                AND @extschema@.rl_quick_holds(elapsed_us OPERATOR(pg_catalog.+)
-                                                               (estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8),
-                                                               tokens, gap, level, rate))
+AS $$ SELECT CASE WHEN estimate OPERATOR(pg_catalog.<) '1125899906842624'::pg_catalog.float8
+                       AND @extschema@.rl_quick_holds(at_credit, tokens, gap, level)
+                       AND NOT @extschema@.rl_quick_holds(before_credit, tokens, gap, level)
                   THEN estimate END $$;
 COMMENT ON FUNCTION rl_quick_wait(float8, float8, float8, float8, float8, float8) IS
     'the wait of rl_wait_micros under a plain limit, inlined where it is its estimate';
