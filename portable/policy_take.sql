@@ -123,7 +123,11 @@ BEGIN
                     before_credit := @extschema@.rl_quick_credit(estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8,
                                                                  limit_rate);
                     reset_us := @extschema@.rl_quick_wait(estimate, at_credit, before_credit, left_over, gap, limit_burst);
-                    EXIT WHEN reset_us IS NULL;
+                    IF reset_us IS NULL THEN
+                        reset_us := @extschema@.rl_quick_wait_near(estimate, '0'::pg_catalog.float8, limit_rate,
+                                                                   left_over, gap, limit_burst);
+                        EXIT WHEN reset_us IS NULL;
+                    END IF;
                 END IF;
                 -- The next whole token (rl_next_whole_token's common case).
                 -- Where it is burst or more, rl_next_whole_token's level is
@@ -140,7 +144,11 @@ BEGIN
                     before_credit := @extschema@.rl_quick_credit(estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8,
                                                                  limit_rate);
                     refill_us := @extschema@.rl_quick_wait(estimate, at_credit, before_credit, left_over, gap, whole);
-                    EXIT WHEN refill_us IS NULL;
+                    IF refill_us IS NULL THEN
+                        refill_us := @extschema@.rl_quick_wait_near(estimate, '0'::pg_catalog.float8, limit_rate,
+                                                                    left_over, gap, whole);
+                        EXIT WHEN refill_us IS NULL;
+                    END IF;
                 END IF;
                 IF $4 OPERATOR(pg_catalog.=) 'take'::pg_catalog.text AND $3 OPERATOR(pg_catalog.>) '0'::pg_catalog.float8 THEN
                     -- Full at now + reset_after: no earlier than the end of
@@ -191,14 +199,20 @@ BEGIN
                                                          (estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8),
                                                          limit_rate);
             retry_us := @extschema@.rl_quick_wait(estimate, at_credit, before_credit, capped, gap, $3);
-            EXIT WHEN retry_us IS NULL;
+            IF retry_us IS NULL THEN
+                retry_us := @extschema@.rl_quick_wait_near(estimate, elapsed, limit_rate, capped, gap, $3);
+                EXIT WHEN retry_us IS NULL;
+            END IF;
             estimate := @extschema@.rl_quick_estimate(balance, limit_burst, limit_rate);
             at_credit := @extschema@.rl_quick_credit(elapsed OPERATOR(pg_catalog.+) estimate, limit_rate);
             before_credit := @extschema@.rl_quick_credit(elapsed OPERATOR(pg_catalog.+)
                                                          (estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8),
                                                          limit_rate);
             reset_us := @extschema@.rl_quick_wait(estimate, at_credit, before_credit, capped, gap, limit_burst);
-            EXIT WHEN reset_us IS NULL;
+            IF reset_us IS NULL THEN
+                reset_us := @extschema@.rl_quick_wait_near(estimate, elapsed, limit_rate, capped, gap, limit_burst);
+                EXIT WHEN reset_us IS NULL;
+            END IF;
             whole := greatest(pg_catalog.floor(balance), '0'::pg_catalog.float8) OPERATOR(pg_catalog.+) '1'::pg_catalog.float8;
             IF whole OPERATOR(pg_catalog.>=) limit_burst THEN
                 refill_us := reset_us;
@@ -210,7 +224,10 @@ BEGIN
                                                              (estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8),
                                                              limit_rate);
                 refill_us := @extschema@.rl_quick_wait(estimate, at_credit, before_credit, capped, gap, whole);
-                EXIT WHEN refill_us IS NULL;
+                IF refill_us IS NULL THEN
+                    refill_us := @extschema@.rl_quick_wait_near(estimate, elapsed, limit_rate, capped, gap, whole);
+                    EXIT WHEN refill_us IS NULL;
+                END IF;
             END IF;
             RETURN ROW(NOT limit_enforce, balance,
                        CASE WHEN limit_jitter OPERATOR(pg_catalog.>) '0'::pg_catalog.float8

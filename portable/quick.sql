@@ -111,9 +111,9 @@ COMMENT ON FUNCTION rl_quick_holds(float8, float8, float8, float8) IS
 -- least 1 (the ceiling of a positive number), and where it is 1, the
 -- microsecond before it, the clock reading, does not hold.  elapsed_us + a
 -- wait counts whole microseconds below 2^53: exactly (and elapsed_us 0 adds
--- nothing).  Where the estimate is a microsecond off (rounding; rare) the
--- caller takes the general way, which finds the wait by those loops: so the
--- expression is small, for every transaction builds it anew.
+-- nothing).  Where the estimate is a microsecond off (rounding) the caller
+-- asks rl_quick_wait_near: so this expression, which every take builds
+-- anew, is small.
 CREATE FUNCTION rl_quick_wait(estimate float8, at_credit float8, before_credit float8, tokens float8, gap float8,
                               level float8) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -123,3 +123,31 @@ AS $$ SELECT CASE WHEN estimate OPERATOR(pg_catalog.<) '1125899906842624'::pg_ca
                   THEN estimate END $$;
 COMMENT ON FUNCTION rl_quick_wait(float8, float8, float8, float8, float8, float8) IS
     'the wait of rl_wait_micros under a plain limit, inlined where it is its estimate';
+
+-- The wait of rl_quick_wait where that is NULL below its bound, the
+-- estimate a microsecond off: the estimate does not hold, or the microsecond
+-- before it does.  Then the wait is the estimate + 1 where that holds, or the
+-- estimate - 1 where the microsecond before that does not (the balance only
+-- grows with time, so that is the least wait that holds, where both of
+-- rl_wait_micros's loops end), else NULL.  For the bucket of rl_quick_wait
+-- (tokens, gap and level as rl_quick_holds's), stamped elapsed_us before the
+-- clock reading, at which it does not hold level: so estimate - 2 is never
+-- before the clock reading where estimate - 1 holds.  Only evaluated where
+-- rl_quick_wait is NULL: PL/pgSQL builds an expression in the first
+-- transaction that evaluates it, so its size costs only those.
+CREATE FUNCTION rl_quick_wait_near(estimate float8, elapsed_us float8, rate float8, tokens float8, gap float8,
+                                   level float8) RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT CASE WHEN NOT (estimate OPERATOR(pg_catalog.<) '1125899906842624'::pg_catalog.float8) THEN NULL
+                  WHEN NOT @extschema@.rl_quick_holds(@extschema@.rl_quick_credit(elapsed_us OPERATOR(pg_catalog.+) estimate, rate),
+                                                      tokens, gap, level)
+                  THEN CASE WHEN @extschema@.rl_quick_holds(@extschema@.rl_quick_credit(
+                                     elapsed_us OPERATOR(pg_catalog.+) (estimate OPERATOR(pg_catalog.+) '1'::pg_catalog.float8), rate),
+                                     tokens, gap, level)
+                            THEN estimate OPERATOR(pg_catalog.+) '1'::pg_catalog.float8 END
+                  WHEN NOT @extschema@.rl_quick_holds(@extschema@.rl_quick_credit(
+                               elapsed_us OPERATOR(pg_catalog.+) (estimate OPERATOR(pg_catalog.-) '2'::pg_catalog.float8), rate),
+                               tokens, gap, level)
+                  THEN estimate OPERATOR(pg_catalog.-) '1'::pg_catalog.float8 END $$;
+COMMENT ON FUNCTION rl_quick_wait_near(float8, float8, float8, float8, float8, float8) IS
+    'the wait of rl_wait_micros under a plain limit, inlined where it is a microsecond from its estimate';
