@@ -23,7 +23,9 @@
 -- here runs as its owner, and the partitions' connection strings must not
 -- name a user (PL/Proxy would then connect every caller as that user).
 -- rate_limit_take_all is routed only when all its buckets are on one
--- partition.  Policies are defined on every partition by one call here.
+-- partition.  Policies of every kind (rate_limit_define,
+-- rate_limit_define_sliding_window, rate_limit_define_concurrency) are
+-- defined on every partition by one call here.
 
 \set ON_ERROR_STOP 1
 SELECT pg_catalog.current_schema() AS rl_schema \gset
@@ -163,6 +165,18 @@ AS $$ CLUSTER 'ratelimit'; RUN ON ALL; $$;
 COMMENT ON FUNCTION rate_limit_define(:rl_define_types) IS
     'rate_limit_define on every partition, each in a transaction of its own; one stored policy per partition';
 REVOKE ALL ON FUNCTION rate_limit_define(:rl_define_types) FROM PUBLIC;
+CREATE FUNCTION rate_limit_define_sliding_window(:rl_define_sliding_params)
+RETURNS SETOF rate_limit_policy LANGUAGE plproxy
+AS $$ CLUSTER 'ratelimit'; RUN ON ALL; $$;
+COMMENT ON FUNCTION rate_limit_define_sliding_window(:rl_define_sliding_types) IS
+    'rate_limit_define_sliding_window on every partition, each in a transaction of its own; one stored policy per partition';
+REVOKE ALL ON FUNCTION rate_limit_define_sliding_window(:rl_define_sliding_types) FROM PUBLIC;
+CREATE FUNCTION rate_limit_define_concurrency(:rl_define_concurrency_params)
+RETURNS SETOF rate_limit_policy LANGUAGE plproxy
+AS $$ CLUSTER 'ratelimit'; RUN ON ALL; $$;
+COMMENT ON FUNCTION rate_limit_define_concurrency(:rl_define_concurrency_types) IS
+    'rate_limit_define_concurrency on every partition, each in a transaction of its own; one stored policy per partition';
+REVOKE ALL ON FUNCTION rate_limit_define_concurrency(:rl_define_concurrency_types) FROM PUBLIC;
 
 CREATE FUNCTION rate_limit_drop(name text)
 RETURNS SETOF boolean LANGUAGE plproxy

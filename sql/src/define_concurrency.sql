@@ -9,11 +9,11 @@
 -- calls @rl@require_concurrency(storage, lease): it raises the error of a
 -- kind of hold the target does not keep (yet).  Its name, storage and
 -- enforce are checked by @rl@check_policy_options (policy_options.sql).
+-- Its parameters are define_params.sql's, which the router's takes too.
 
 \ir limits.sql
-CREATE FUNCTION :"rl_schema".rate_limit_define_concurrency(
-    name text, max_held integer, lease interval DEFAULT NULL,
-    storage text DEFAULT 'table', enforce boolean DEFAULT true)
+\ir define_params.sql
+CREATE FUNCTION :"rl_schema".rate_limit_define_concurrency(:rl_define_concurrency_params)
 RETURNS :rl_policies
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -71,6 +71,6 @@ BEGIN
     RETURN stored;
 END
 $$;
-COMMENT ON FUNCTION :"rl_schema".rate_limit_define_concurrency(text, integer, interval, text, boolean) IS
+COMMENT ON FUNCTION :"rl_schema".rate_limit_define_concurrency(:rl_define_concurrency_types) IS
     'defines (or replaces) the concurrency limit name: each key holds at most max_held places at once, each taken by rate_limit_take and held until the taking transaction ends, or with a lease until it expires or is released; places are kept in the server''s lock table whichever the storage, which says with which buckets rate_limit_take_all may take the limit; enforce false makes it report-only; returns the stored policy';
-REVOKE ALL ON FUNCTION :"rl_schema".rate_limit_define_concurrency(text, integer, interval, text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION :"rl_schema".rate_limit_define_concurrency(:rl_define_concurrency_types) FROM PUBLIC;

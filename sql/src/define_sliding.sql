@@ -9,11 +9,11 @@
 -- multiples of the window since the Unix epoch.  The body calls
 -- @rl@require_sliding(storage), which raises the error of a target that
 -- does not keep sliding windows (yet).  Its name, storage and enforce are
--- checked by @rl@check_policy_options (policy_options.sql).
+-- checked by @rl@check_policy_options (policy_options.sql).  Its
+-- parameters are define_params.sql's, which the router's takes too.
 
-CREATE FUNCTION :"rl_schema".rate_limit_define_sliding_window(
-    name text, max_count float8, "window" interval,
-    storage text DEFAULT 'table', enforce boolean DEFAULT true)
+\ir define_params.sql
+CREATE FUNCTION :"rl_schema".rate_limit_define_sliding_window(:rl_define_sliding_params)
 RETURNS :rl_policies
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -68,6 +68,6 @@ BEGIN
     RETURN stored;
 END
 $$;
-COMMENT ON FUNCTION :"rl_schema".rate_limit_define_sliding_window(text, float8, interval, text, boolean) IS
+COMMENT ON FUNCTION :"rl_schema".rate_limit_define_sliding_window(:rl_define_sliding_types) IS
     'defines (or replaces) the sliding window name: each key takes at most max_count in any window of the length given, estimated as the previous window''s count weighted by what is left of the current window plus the current window''s count (windows aligned on multiples of the window since the Unix epoch); enforce false makes it report-only; returns the stored policy';
-REVOKE ALL ON FUNCTION :"rl_schema".rate_limit_define_sliding_window(text, float8, interval, text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION :"rl_schema".rate_limit_define_sliding_window(:rl_define_sliding_types) FROM PUBLIC;

@@ -9,8 +9,10 @@
 # every bucket lives where rate_limit_route_hash() puts it, that the route
 # of non-ASCII keys is the same in UTF-8, LATIN1 and SQL_ASCII databases
 # and the md5 of the text in UTF-8, that a NULL name or key is refused
-# (22004) and bytes that are not UTF-8 too (22021), that a policy is
-# defined everywhere by one call, that a routed take commits on its
+# (22004) and bytes that are not UTF-8 too (22021), that a policy of each
+# kind (a token bucket, a sliding window, a concurrency limit with a lease
+# and without) is defined everywhere by one call and then works through the
+# router, that a routed take commits on its
 # partition whatever the caller's transaction does, that rate_limit_take_all
 # is routed within one partition and refused across two with nothing taken,
 # that 8 clients at READ COMMITTED through the router stay within every
@@ -76,6 +78,16 @@ q -c "CREATE SERVER ratelimit FOREIGN DATA WRAPPER plproxy OPTIONS (
           p4 '$(conninfo 1)', p5 '$(conninfo 2)', p6 '$(conninfo 1)', p7 '$(conninfo 2)')" \
   -c "CREATE USER MAPPING FOR PUBLIC SERVER ratelimit"
 q -f "$RL_ROOT/router/ratelimit_router.sql" >/dev/null
+
+# What the partitions revoke from PUBLIC (refunds, resets and what
+# defines, drops or lists policies and buckets), the router revokes too.
+revoked_sql="SELECT string_agg(DISTINCT proname, ' ' ORDER BY proname) FROM pg_proc
+              WHERE pronamespace = 'public'::regnamespace AND proname LIKE 'rate\_limit\_%'
+                AND NOT has_function_privilege('public', oid, 'EXECUTE')"
+router_functions=$(q -c "SELECT string_agg(DISTINCT proname, ',') FROM pg_proc
+                          WHERE pronamespace = 'public'::regnamespace")
+rl_expect_value "install: revoked from PUBLIC as on the partitions" \
+    "$(part 1 -c "$revoked_sql AND proname = ANY ('{$router_functions}')")" "$revoked_sql"
 
 # One call defines a policy on every partition server (PL/Proxy runs RUN ON
 # ALL once per connection string).
@@ -166,13 +178,44 @@ q -c "BEGIN" -c "SELECT remaining FROM rate_limit_take('api', 'k1')" -c "ROLLBAC
 rl_expect_value "rollback on the router: the partition kept the take" 3 \
     "SELECT remaining FROM rate_limit_check('api', 'k1', 0)"
 
-# A concurrency limit's place would be held by the partition's own
+# A sliding window defined by one call on the router: stored on every
+# partition server, then taken through the router on its key's partition.
+# (A window of 1000 years, aligned on the Unix epoch: no take here crosses
+# one's end.)
+rl_expect_value "define_sliding_window: one stored policy per partition server" 2 \
+    "SELECT count(*) FROM rate_limit_define_sliding_window('slide', 3, '1000 years')"
+for n in 1 2; do
+    rl_expect_value "define_sliding_window: server $n holds the policy" "slide|sliding|3|3" \
+        "SELECT name, kind, rate, burst FROM ratelimit.policies WHERE name = 'slide'" \
+        -h "$RL_CLUSTER_DIR/part$n" -p "${PART_PORT[$n]}"
+done
+for expected in 't|2' 't|1' 't|0' 'f|0'; do
+    rl_expect_value "sliding window: a routed take, at most max_count in the window" "$expected" \
+        "SELECT allowed, remaining FROM rate_limit_take('slide', 's1')"
+done
+slide_server=$(( $(q -c "SELECT (rate_limit_route_hash('slide', 's1') & 7) % 2") + 1 ))
+for n in 1 2; do
+    rl_expect_value "sliding window: server $n holds the key's window if it is the key's ($slide_server)" \
+        "$([ "$n" = "$slide_server" ] && echo s1)" \
+        "SELECT string_agg(key, ',') FROM ratelimit.buckets WHERE name = 'slide'" \
+        -h "$RL_CLUSTER_DIR/part$n" -p "${PART_PORT[$n]}"
+done
+rl_expect_value "sliding window: a routed refund gives one back" "t|1" \
+    "SELECT allowed, remaining FROM rate_limit_refund('slide', 's1', 1)"
+rl_expect_value "sliding window: which a routed take then takes" "t|0" \
+    "SELECT allowed, remaining FROM rate_limit_take('slide', 's1')"
+
+# A concurrency limit defined by one call on the router, on every
+# partition server.  Its place would be held by the partition's own
 # transaction, which PL/Proxy ends with the call: a routed take is refused
 # by the partition, inside the caller's transaction block or not, and
 # holds nothing there.
+rl_expect_value "define_concurrency: one stored policy per partition server" 2 \
+    "SELECT count(*) FROM rate_limit_define_concurrency('held', 1)"
 for n in 1 2; do
-    q -c "SELECT name FROM rate_limit_define_concurrency('held', 1)" \
-        -h "$RL_CLUSTER_DIR/part$n" -p "${PART_PORT[$n]}" >/dev/null
+    rl_expect_value "define_concurrency: server $n holds the policy" "held|concurrency|1|" \
+        "SELECT name, kind, burst, lease FROM ratelimit.policies WHERE name = 'held'" \
+        -h "$RL_CLUSTER_DIR/part$n" -p "${PART_PORT[$n]}"
 done
 rl_expect_sqlstate "concurrency limit: a routed take is refused" 25P01 \
     "SELECT * FROM rate_limit_take('held', 'k1')"
@@ -184,12 +227,17 @@ rl_expect_value "concurrency limit: a routed check answers, every place free" "t
 rl_expect_sqlstate "concurrency limit: a routed take_all is refused" 25P01 \
     "SELECT * FROM rate_limit_take_all(ARRAY['held'], ARRAY['k1'])"
 
-# A lease is taken on the partition of (name, key) and committed there with
-# the call: it outlives the caller's rollback on the router, and a release
-# through the router (tried on every partition) gives it back once.
+# A lease policy defined by one call on the router: a lease is taken on the
+# partition of (name, key) and committed there with the call: it outlives
+# the caller's rollback on the router, and a release through the router
+# (tried on every partition) gives it back once.
+rl_expect_value "define_concurrency with a lease: one stored policy per partition server" "2|1" \
+    "SELECT count(*), count(DISTINCT (name, kind, burst, lease))
+       FROM rate_limit_define_concurrency('leased', 1, lease => '1 hour')"
 for n in 1 2; do
-    q -c "SELECT name FROM rate_limit_define_concurrency('leased', 1, lease => '1 hour')" \
-        -h "$RL_CLUSTER_DIR/part$n" -p "${PART_PORT[$n]}" >/dev/null
+    rl_expect_value "define_concurrency with a lease: server $n holds the policy" "leased|concurrency|1|01:00:00" \
+        "SELECT name, kind, burst, lease FROM ratelimit.policies WHERE name = 'leased'" \
+        -h "$RL_CLUSTER_DIR/part$n" -p "${PART_PORT[$n]}"
 done
 lease=$(q -c "BEGIN" -c "SELECT lease FROM rate_limit_lease('leased', 'k1')" -c "ROLLBACK")
 rl_expect_value "lease: routed, granted with an id" "t" "SELECT '$lease'::uuid IS NOT NULL"
@@ -296,6 +344,8 @@ declare -A ROUTED=(
     ['rate_limit_refund_explicit(text,text,double precision,double precision,interval,double precision)']="rate_limit_refund_explicit('free', 'g1', 1, 1, '1 second')"
     ['rate_limit_reset(text,text)']="rate_limit_reset('api', 'g1')"
     ['rate_limit_define(text,double precision,interval,double precision,double precision,double precision,boolean,interval,double precision,integer,double precision,interval,text,boolean)']="rate_limit_define('granted', 1)"
+    ['rate_limit_define_sliding_window(text,double precision,interval,text,boolean)']="rate_limit_define_sliding_window('granted_window', 1, '1 minute')"
+    ['rate_limit_define_concurrency(text,integer,interval,text,boolean)']="rate_limit_define_concurrency('granted_held', 1)"
     ['rate_limit_drop(text)']="rate_limit_drop('granted')"
     ['rate_limit_buckets(text)']="rate_limit_buckets('api')"
     ['rate_limit_take_all(text[],text[],double precision[],interval)']="rate_limit_take_all(ARRAY['api', 'api'], ARRAY['k1', '$same'])"

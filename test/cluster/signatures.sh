@@ -104,13 +104,14 @@ rl_expect_value "native only: $NATIVE_ONLY" "$(wc -w <<<"$NATIVE_ONLY")" \
 
 # The router: each function it has is the native one, but for what it
 # does differently by design, which the lines are read through first:
-# - rate_limit_define and rate_limit_drop run on every partition: a set of
-#   answers, one per partition;
+# - rate_limit_define, rate_limit_define_sliding_window,
+#   rate_limit_define_concurrency and rate_limit_drop run on every
+#   partition: a set of answers, one per partition;
 # - rate_limit_take_all is one function, whose costs and max_wait default
 #   to NULL, in the place of the two forms (rl_take_all_route routes
 #   either): the form with max_wait.
 router_as_native() {
-    sed -E -e 's/^(function rate_limit_(define|drop)\(.*\| )SETOF /\1/' \
+    sed -E -e 's/^(function rate_limit_(define|define_sliding_window|define_concurrency|drop)\(.*\| )SETOF /\1/' \
         -e '/^function rate_limit_take_all\(/s/ DEFAULT NULL::(double precision\[\]|interval)//g' "$1"
 }
 got=$(comm -13 <(LC_ALL=C sort "$work/native") <(without "$ROUTER_ONLY" <(router_as_native "$work/router") | LC_ALL=C sort))
@@ -121,9 +122,10 @@ else
     printf 'FAILED: the router has what the native extension has not:\n%s\n' "$got"
     RL_FAILURES=$((RL_FAILURES + 1))
 fi
-# Every type of the API, and the functions a caller of one bucket uses,
-# are the router's too.
+# Every type of the API, the functions a caller of one bucket uses and
+# those that define a policy are the router's too.
 for object in 'type rate_limit_decision ' 'type rate_limit_all_decision ' 'function rate_limit_define(' \
+              'function rate_limit_define_sliding_window(' 'function rate_limit_define_concurrency(' \
               'function rate_limit_take(' 'function rate_limit_check('; do
     rl__expect_got "router: has the native extension's $object..." \
         "$(grep -cF "$object" "$work/native" | sed 's/^0$/none/')" \
