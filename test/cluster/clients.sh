@@ -14,6 +14,8 @@
 #     (test/cluster/clients/node_concurrency.js): waits nobody can know are
 #     null, a denial by a held place has no Retry-After, and on the
 #     extension a take in autocommit is refused with 25P01, raised as is;
+#     leases: an id and an expiry an hour ahead, a denial while both places
+#     are leased, a release true, then false, and false for null;
 #   - four apps (test/cluster/clients/): Express and FastAPI against the
 #     extension, Fastify and Django against the portable limiter
 #     (ratelimit_portable in schema "limits"), each in a database of its own:
@@ -139,8 +141,8 @@ server_start() {
 }
 
 # create_database DB SCHEMA: DB with the extension (no SCHEMA) or the
-# portable limiter (in SCHEMA), the policies ("exports": one place at once)
-# and the orders table.
+# portable limiter (in SCHEMA), the policies ("exports": one place at once;
+# "calls": two at once, as leases of an hour) and the orders table.
 create_database() {
     db=$1 schema=$2
     q=${schema:+$schema.}
@@ -154,6 +156,7 @@ create_database() {
          SELECT ${q}rate_limit_define('orders', 2, '1 hour');
          SELECT ${q}rate_limit_define('bytes', 1000, '1 day');
          SELECT ${q}rate_limit_define_concurrency('exports', 1);
+         SELECT ${q}rate_limit_define_concurrency('calls', 2, lease => '1 hour');
          CREATE TABLE orders (id bigserial PRIMARY KEY, item text NOT NULL CHECK (item <> ''))" >/dev/null
 }
 
@@ -171,8 +174,9 @@ for schema in '' limits; do
     # The same databases, through the Node package.
     got=$(cd "$work/app" && PGDATABASE=$db RL_SCHEMA=$schema node node_concurrency.js 2>&1 | tr '\n' ';') || true
     if [ -n "$schema" ]; then autocommit='autocommit: granted true 0'; else autocommit='autocommit: 25P01 error'; fi
+    leases='lease: true 1 true true;lease denied: false null null true;release: true false false;'
     expect "clients/node: a concurrency limit on ${schema:+the portable limiter in }${schema:-the extension}" "$got" \
-        "$autocommit;granted: true 0 null null undefined;denied: RateLimitedError 429 null undefined;free: 0;"
+        "$autocommit;granted: true 0 null null undefined;denied: RateLimitedError 429 null undefined;free: 0;$leases"
 done
 
 for app in express fastify fastapi django; do

@@ -62,6 +62,20 @@ export interface Decision {
   headers: RateLimitHeaders;
 }
 
+/**
+ * The answer of rate_limit_lease: the decision (places of a concurrency
+ * limit defined with a lease: `remaining` the places free, `retryAfter` when
+ * denied the seconds until enough leases expire, though a release may come
+ * sooner), the lease's id and when it expires. Both null when denied, and
+ * for a cost of 0 (a look).
+ */
+export interface LeaseDecision extends Decision {
+  /** The lease's id (a UUID), for `release()`: keep it as you would a session token. */
+  lease: string | null;
+  /** When the lease expires, by the limiter's clock. */
+  expiresAt: Date | null;
+}
+
 /** The answer of rate_limit_take_all. */
 export interface AllDecision {
   allowed: boolean;
@@ -115,6 +129,9 @@ function headersOf(row: { ratelimit_policy: string; ratelimit: string; retry_aft
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
 // A wait: null (SQL NULL) when nobody can know it.
 const wait = (v: unknown): number | null => (v === null || v === undefined ? null : num(v));
+// timestamptz comes back as a Date from pg and PGlite; text if a type parser was changed.
+const timestamp = (v: unknown): Date | null =>
+  (v === null || v === undefined ? null : v instanceof Date ? v : new Date(String(v)));
 
 function decisionOf(row: any): Decision {
   return {
@@ -139,7 +156,7 @@ function decisionOf(row: any): Decision {
 export class RateLimiter {
   readonly pool: Queryable;
   private readonly acquireTimeoutMillis: number;
-  private readonly sql: { take: string; check: string; refund: string; takeAll: string };
+  private readonly sql: Record<'take' | 'check' | 'refund' | 'takeAll' | 'lease' | 'release', string>;
 
   constructor(pool: Queryable, options: RateLimiterOptions = {}) {
     this.pool = pool;
@@ -155,16 +172,18 @@ export class RateLimiter {
     const s = options.schema ? quoteIdent(options.schema) + '.' : '';
     // Arguments cast to the functions' own types, so that no overload with
     // other argument types can capture the call.
-    const single = (fn: string, args: string) => `
+    const single = (fn: string, args: string, more = '') => `
       SELECT d.allowed, d.remaining, d.retry_after, d.reset_after, d.capacity, d.name, d.quota,
              pg_catalog.date_part('epoch', d.per) AS per_seconds, d.refill_after,
-             h.ratelimit_policy, h.ratelimit, h.retry_after AS retry_after_header
+             h.ratelimit_policy, h.ratelimit, h.retry_after AS retry_after_header${more}
         FROM ${s}${fn}(${args}) AS d, LATERAL ${s}rate_limit_headers(d) AS h`;
     const takeArgs = '$1::text, $2::text, $3::pg_catalog.float8, $4::pg_catalog.interval';
     this.sql = {
       take: single('rate_limit_take', takeArgs),
       check: single('rate_limit_check', takeArgs),
       refund: single('rate_limit_refund', '$1::text, $2::text, $3::pg_catalog.float8'),
+      lease: single('rate_limit_lease', '$1::text, $2::text, $3::pg_catalog.float8', ', d.lease, d.expires_at'),
+      release: `SELECT ${s}rate_limit_release($1::pg_catalog.uuid) AS released`,
       takeAll: `
         SELECT d.allowed, d.retry_after, d.binding_name, d.binding_key, d.remaining,
                h.ratelimit_policy, h.ratelimit, h.retry_after AS retry_after_header
@@ -187,6 +206,26 @@ export class RateLimiter {
   /** Gives `amount` tokens back (the role needs EXECUTE on rate_limit_refund). */
   async refund(name: string, key: string, amount: number, options: { client?: Queryable } = {}): Promise<Decision> {
     return this.single(this.sql.refund, [name, key, amount], options.client);
+  }
+
+  /**
+   * Takes `cost` places (default 1) of (name, key), a concurrency limit
+   * defined with a lease, as one lease: held until it expires or is
+   * released, also after the transaction that took it commits (its
+   * rollback gives it back, on `options.client`).
+   */
+  async lease(name: string, key: string, options: { cost?: number; client?: Queryable } = {}): Promise<LeaseDecision> {
+    const row = await this.run(this.sql.lease, [name, key, options.cost ?? 1], options.client);
+    return { ...decisionOf(row), lease: row.lease ?? null, expiresAt: timestamp(row.expires_at) };
+  }
+
+  /**
+   * Gives a lease's places back now: true once, false for a lease no longer
+   * in force (unknown, expired, already released) or null (a denial's).
+   */
+  async release(lease: string | null, options: { client?: Queryable } = {}): Promise<boolean> {
+    const row = await this.run(this.sql.release, [lease ?? null], options.client);
+    return row.released;
   }
 
   /** Takes from every limit or from none: `limits` as [name, key, cost?]. */

@@ -1,6 +1,6 @@
 export {
-  RateLimiter, type AllDecision, type CallOptions, type Decision, type PoolClientLike, type PoolLike,
-  type Queryable, type RateLimitHeaders, type RateLimiterOptions,
+  RateLimiter, type AllDecision, type CallOptions, type Decision, type LeaseDecision, type PoolClientLike,
+  type PoolLike, type Queryable, type RateLimitHeaders, type RateLimiterOptions,
 } from './client';
 export {
   AcquireTimeoutError, RateLimitedError, RateLimitUnavailableError, isAcquireTimeout, isBusyError,

@@ -1,10 +1,12 @@
 // The client against the portable limiter in PGlite: decisions and header
-// values of take, check, refund and takeAll, and the transactional form.
+// values of take, check, refund and takeAll, the transactional form, and
+// leases (lease, release).
 
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import type { PGlite } from '@electric-sql/pglite';
-import { RateLimitedError, RateLimiter } from '../src';
+import { RateLimitUnavailableError, RateLimitedError, RateLimiter } from '../src';
 import { asPool, portableDatabase } from './pglite';
 import { assertLimit, assertWait, stopwatch } from './waits';
 
@@ -13,7 +15,7 @@ let limiter: RateLimiter;
 
 // Policies that refill slowly (see waits.ts): "api" a token every 720 s,
 // "orders" every 1800 s, "llm" every 8640 s; "exports" a concurrency limit,
-// one place at once.
+// one place at once; "calls" two places at once as leases of an hour.
 before(async () => {
   db = await portableDatabase('limits');
   await db.exec(`
@@ -21,6 +23,7 @@ before(async () => {
     SELECT limits.rate_limit_define('orders', 2, '1 hour');
     SELECT limits.rate_limit_define('llm', 10, '1 day', burst => 10, max_reserved => 5);
     SELECT limits.rate_limit_define_concurrency('exports', 1);
+    SELECT limits.rate_limit_define_concurrency('calls', 2, lease => '1 hour');
     CREATE TABLE orders (id serial PRIMARY KEY, item text NOT NULL CHECK (item <> ''));`);
   limiter = new RateLimiter(asPool(db), { schema: 'limits' });
 });
@@ -151,6 +154,82 @@ test('a concurrency limit: waits unknown (null) while a place is held, no Retry-
   for (const key of ['team:1', 'team:2']) {
     assert.equal((await limiter.check('exports', key, { cost: 0 })).resetAfter, 0);
   }
+});
+
+// The limiter's clock (clock_timestamp()), in milliseconds.
+async function serverMillis(): Promise<number> {
+  const { rows } = await db.query<{ ms: number }>(
+    "SELECT pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000 AS ms");
+  return Number(rows[0].ms);
+}
+
+test('lease: granted with an id and its expiry, denied while max_held leases are held', async () => {
+  const since = stopwatch();
+  const before = await serverMillis();
+  const first = await limiter.lease('calls', 'team:1');
+  const second = await limiter.lease('calls', 'team:1');
+  const after = await serverMillis();
+  for (const [d, r] of [[first, 1], [second, 0]] as const) {
+    assert.equal(d.allowed, true);
+    assert.equal(d.remaining, r);
+    assert.match(d.lease ?? '', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    assert.ok(d.expiresAt instanceof Date, `expiresAt ${d.expiresAt}`);
+    // An hour after the call, by the limiter's clock.
+    const at = d.expiresAt.getTime() - 3600_000;
+    assert.ok(at >= Math.floor(before) && at <= Math.ceil(after),
+      `expiresAt ${d.expiresAt.toISOString()}: an hour after the call, between ${before} and ${after}`);
+  }
+  assert.notEqual(first.lease, second.lease);
+  assert.equal(first.capacity, 2);
+  assert.equal(first.name, 'calls');
+  assert.equal(first.headers['RateLimit-Policy'], '"calls";q=2');
+  assert.equal(first.headers['Retry-After'], undefined);
+  const denied = await limiter.lease('calls', 'team:1');
+  const elapsed = since();
+  assertLimit(first.headers.RateLimit, '"calls";r=1;t=3600', elapsed);
+  assertLimit(denied.headers.RateLimit, '"calls";r=0;t=3600', elapsed);
+  assert.deepEqual([denied.allowed, denied.remaining, denied.lease, denied.expiresAt], [false, 0, null, null]);
+  // Until the first lease expires (a release may come sooner).
+  assertWait(denied.headers['Retry-After'], 3600, elapsed, 'Retry-After');
+  assert.ok(denied.retryAfter !== null && denied.retryAfter > 3600 - elapsed && denied.retryAfter <= 3600,
+    `retryAfter ${denied.retryAfter}, ${elapsed} s since the first lease`);
+  // Another key has its own places.
+  assert.equal((await limiter.lease('calls', 'team:2', { cost: 2 })).allowed, true);
+});
+
+test('release: true once, then false; the place comes back', async () => {
+  const first = await limiter.lease('calls', 'team:3', { cost: 2 });
+  assert.equal(first.allowed, true);
+  assert.equal((await limiter.lease('calls', 'team:3')).allowed, false);
+  assert.equal(await limiter.release(first.lease), true);
+  assert.equal(await limiter.release(first.lease), false);
+  const again = await limiter.lease('calls', 'team:3');
+  assert.deepEqual([again.allowed, again.remaining], [true, 1]);
+});
+
+test('a lease taken in the caller\'s transaction is given back by its rollback, a release undone', async () => {
+  const kept = await limiter.lease('calls', 'team:4');
+  await db.transaction(async (tx) => {
+    assert.equal((await limiter.lease('calls', 'team:4', { client: tx })).allowed, true);
+    assert.equal(await limiter.release(kept.lease, { client: tx }), true);
+    await tx.rollback();
+  });
+  const d = await limiter.check('calls', 'team:4', { cost: 0 });
+  assert.equal(d.remaining, 1); // the lease kept, and only it
+  assert.equal(await limiter.release(kept.lease), true);
+});
+
+test('release: a denial\'s null lease and an unknown one are false, a malformed id an error to surface', async () => {
+  const denied = await limiter.lease('calls', 'team:1');
+  assert.equal(denied.lease, null);
+  assert.equal(await limiter.release(denied.lease), false);
+  assert.equal(await limiter.release(randomUUID()), false);
+  await assert.rejects(limiter.release('not-a-lease'),
+    (err: any) => err.code === '22P02' && RateLimiter.classify(err) === null &&
+      !(err instanceof RateLimitUnavailableError));
+  // A policy without a lease: the limiter's error, as it came.
+  await assert.rejects(limiter.lease('exports', 'team:1'),
+    (err: any) => err.code === '22023' && RateLimiter.classify(err) === null);
 });
 
 test('an undefined policy is an error to surface, not unavailability', async () => {

@@ -1,11 +1,14 @@
 """Keys, addresses behind proxies, what an error means, and decisions
 turned into answers, without a database."""
 
+import datetime
+import uuid
+
 import psycopg
 import pytest
 
 from pg_ratelimit import RateLimitUnavailable, address_key, classify, forwarded_address
-from pg_ratelimit._core import all_decision_of, decision_of, interval
+from pg_ratelimit._core import all_decision_of, decision_of, interval, lease_decision_of
 from pg_ratelimit._decide import Limit, answer
 
 
@@ -117,3 +120,18 @@ def test_denial_with_an_unknown_wait_is_429_without_retry_after():
     assert [d.retry_after for d in denials] == [None]
     served = answer(Limit("exports", report_only=True), decision_of(DENIED_BY_A_PLACE), None)
     assert (served.serve, served.headers) == (True, outcome.headers)
+
+
+def test_lease_decisions():
+    lease = uuid.UUID("6f1c4f8e-2a8b-4c4e-9d51-0b8f3a6e2c10")
+    expires = datetime.datetime(2026, 11, 26, 12, 0, tzinfo=datetime.timezone.utc)
+    head = (1.0, 0.0, 3600.0, 2.0, "calls", 0.0, 1.0, 3600.0, '"calls";q=2', '"calls";r=1;t=3600', None)
+    granted = lease_decision_of((True,) + head + (lease, expires))
+    assert (granted.allowed, granted.remaining, granted.lease, granted.expires_at) == (True, 1.0, lease, expires)
+    assert granted.headers == {"RateLimit-Policy": '"calls";q=2', "RateLimit": '"calls";r=1;t=3600'}
+    # A driver that gives text (psycopg2 without its uuid adapter): a UUID all the same.
+    assert lease_decision_of((True,) + head + (str(lease), expires)).lease == lease
+    denied = lease_decision_of((False, 0.0, 3600.0, 3600.0, 2.0, "calls", 0.0, 1.0, 3600.0,
+                                '"calls";q=2', '"calls";r=0;t=3600', "3600", None, None))
+    assert (denied.allowed, denied.lease, denied.expires_at) == (False, None, None)
+    assert denied.headers["Retry-After"] == "3600"

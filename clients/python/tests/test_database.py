@@ -2,7 +2,8 @@
 extension, or with the portable limiter in RL_TEST_SCHEMA), with the
 policies test/cluster/clients.sh defines: "api" 5 an hour, burst 3;
 "orders" 2 an hour; "bytes" 1000 a day; "exports", a concurrency limit of
-one place at once. Skipped without RL_TEST_DSN.
+one place at once; "calls", two places at once as leases of an hour.
+Skipped without RL_TEST_DSN.
 
 They refill so slowly (a token every 720 s, 1800 s, 86.4 s) that no delay
 changes how many whole tokens remain: r is exact. Waits are not: at a
@@ -13,6 +14,7 @@ from before that bucket's first take to after the answer."""
 
 import asyncio
 import contextlib
+import datetime
 import math
 import os
 import time
@@ -218,6 +220,78 @@ def test_asgi_concurrency_limit():
         assert "retry-after" not in served.headers
 
 
+def server_now(limiter):
+    """The limiter's clock (clock_timestamp())."""
+    with limiter.pool.connection() as conn:
+        return conn.execute("SELECT pg_catalog.clock_timestamp()").fetchone()[0]
+
+
+HOUR = datetime.timedelta(hours=1)
+
+
+def test_lease_granted_then_denied_while_max_held_leases_are_held(limiter):
+    key = fresh()
+    since = stopwatch()
+    before = server_now(limiter)
+    first, second = limiter.lease("calls", key), limiter.lease("calls", key)
+    after = server_now(limiter)
+    for d, remaining in ((first, 1.0), (second, 0.0)):
+        assert (d.allowed, d.remaining, d.capacity, d.name) == (True, remaining, 2.0, "calls")
+        assert isinstance(d.lease, uuid.UUID)
+        # An hour after the call, by the limiter's clock.
+        assert before + HOUR <= d.expires_at <= after + HOUR, (before, d.expires_at, after)
+    assert first.lease != second.lease
+    assert first.headers["RateLimit-Policy"] == '"calls";q=2' and "Retry-After" not in first.headers
+    denied = limiter.lease("calls", key)
+    elapsed = since()
+    assert_limit(first.headers["RateLimit"], '"calls";r=1;t=3600', elapsed)
+    assert (denied.allowed, denied.remaining, denied.lease, denied.expires_at) == (False, 0.0, None, None)
+    # Until the first lease expires (a release may come sooner).
+    assert_limit(denied.headers["RateLimit"], '"calls";r=0;t=3600', elapsed)
+    assert_wait(denied.headers["Retry-After"], 3600, elapsed)
+    assert 3600 - elapsed < denied.retry_after <= 3600
+    assert limiter.lease("calls", fresh(), 2).allowed  # another key has its own places
+
+
+def test_release_true_once_then_false(limiter):
+    key = fresh()
+    first = limiter.lease("calls", key, 2)
+    assert first.allowed and not limiter.lease("calls", key).allowed
+    assert limiter.release(first.lease) is True
+    assert limiter.release(first.lease) is False
+    again = limiter.lease("calls", key)
+    assert (again.allowed, again.remaining) == (True, 1.0)
+    assert limiter.release(str(again.lease)) is True  # its text form too
+
+
+def test_lease_in_the_callers_transaction(limiter):
+    """A rollback gives a lease back, and undoes a release."""
+    key = fresh()
+    kept = limiter.lease("calls", key)
+    with psycopg.connect(DSN) as conn:
+        assert limiter.lease("calls", key, conn=conn).allowed
+        assert limiter.release(kept.lease, conn=conn) is True
+        conn.rollback()
+    assert limiter.check("calls", key, 0).remaining == 1.0  # the lease kept, and only it
+    assert limiter.release(kept.lease) is True
+
+
+def test_release_of_none_unknown_or_malformed_leases(limiter):
+    """None (a denial's lease) and an unknown lease are False; a malformed id
+    is the server's error, raised as is (not unavailability)."""
+    key = fresh()
+    limiter.lease("calls", key, 2)
+    denied = limiter.lease("calls", key)
+    assert denied.lease is None and limiter.release(denied.lease) is False
+    assert limiter.release(uuid.uuid4()) is False
+    with pytest.raises(psycopg.errors.InvalidTextRepresentation) as info:
+        limiter.release("not-a-lease")
+    assert classify(info.value) is None
+    with pytest.raises(psycopg.errors.InvalidParameterValue) as info:
+        limiter.lease("exports", key)  # a concurrency limit without a lease
+    assert classify(info.value) is None
+
+
 def test_undefined_policy_is_raised(limiter):
     with pytest.raises(psycopg.errors.UndefinedObject):
         limiter.take("no-such-policy", "k")
@@ -246,6 +320,11 @@ def test_async():
             with pytest.raises(RateLimited):
                 async with limiter.transaction("orders", key):
                     pass
+            leased = await limiter.lease("calls", key, 2)
+            assert leased.allowed and isinstance(leased.lease, uuid.UUID)
+            assert (await limiter.lease("calls", key)).lease is None
+            assert [await limiter.release(leased.lease), await limiter.release(leased.lease)] == [True, False]
+            assert await limiter.release(None) is False
         finally:
             await pool.close()
 

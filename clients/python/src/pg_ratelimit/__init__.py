@@ -4,12 +4,13 @@ limiter, for psycopg 3 applications: ``RateLimiter`` (sync),
 (``pg_ratelimit.asgi``), Django middleware (``pg_ratelimit.django``)."""
 
 from ._core import (
-    AllDecision, Decision, RateLimitUnavailable, RateLimited, address_key, classify, forwarded_address,
+    AllDecision, Decision, LeaseDecision, RateLimitUnavailable, RateLimited, address_key, classify,
+    forwarded_address,
 )
 from .client import AsyncRateLimiter, RateLimiter
 
 __all__ = [
-    "AllDecision", "AsyncRateLimiter", "Decision", "RateLimitUnavailable", "RateLimited", "RateLimiter",
-    "address_key", "classify", "forwarded_address",
+    "AllDecision", "AsyncRateLimiter", "Decision", "LeaseDecision", "RateLimitUnavailable", "RateLimited",
+    "RateLimiter", "address_key", "classify", "forwarded_address",
 ]
 __version__ = "0.4.0"

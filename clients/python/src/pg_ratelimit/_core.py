@@ -3,9 +3,11 @@ the key of a client known by its address, and what an error means."""
 
 from __future__ import annotations
 
+import datetime
 import ipaddress
+import uuid
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,19 @@ class Decision:
     per: float
     refill_after: Optional[float]
     headers: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LeaseDecision(Decision):
+    """The answer of rate_limit_lease: the decision (places of a concurrency
+    limit defined with a lease: ``remaining`` the places free,
+    ``retry_after`` when denied the seconds until enough leases expire,
+    though a release may come sooner), the lease's id (keep it as you would
+    a session token) and when it expires, by the limiter's clock. Both None
+    when denied, and for a cost of 0 (a look)."""
+
+    lease: Optional[uuid.UUID] = None
+    expires_at: Optional[datetime.datetime] = None
 
 
 @dataclass(frozen=True)
@@ -117,17 +132,20 @@ class Statements:
     def __init__(self, schema: Optional[str] = None):
         s = _quote_ident(schema) + "." if schema else ""
 
-        def single(fn: str, args: str) -> str:
+        def single(fn: str, args: str, more: str = "") -> str:
             return (
                 "SELECT d.allowed, d.remaining, d.retry_after, d.reset_after, d.capacity, d.name, d.quota,"
                 " pg_catalog.date_part('epoch', d.per), d.refill_after,"
-                " h.ratelimit_policy, h.ratelimit, h.retry_after"
+                f" h.ratelimit_policy, h.ratelimit, h.retry_after{more}"
                 f" FROM {s}{fn}({args}) AS d, LATERAL {s}rate_limit_headers(d) AS h")
 
         take_args = "%s::text, %s::text, %s::pg_catalog.float8, %s::pg_catalog.interval"
         self.take = single("rate_limit_take", take_args)
         self.check = single("rate_limit_check", take_args)
         self.refund = single("rate_limit_refund", "%s::text, %s::text, %s::pg_catalog.float8")
+        self.lease = single("rate_limit_lease", "%s::text, %s::text, %s::pg_catalog.float8",
+                            ", d.lease, d.expires_at")
+        self.release = f"SELECT {s}rate_limit_release(%s::pg_catalog.uuid)"
         self.take_all = (
             "SELECT d.allowed, d.retry_after, d.binding_name, d.binding_key, d.remaining,"
             " h.ratelimit_policy, h.ratelimit, h.retry_after"
@@ -162,6 +180,20 @@ def decision_of(row: Sequence[Any]) -> Decision:
         allowed=row[0], remaining=float(row[1]), retry_after=_wait(row[2]), reset_after=_wait(row[3]),
         capacity=float(row[4]), name=row[5], quota=float(row[6]), per=float(row[7]),
         refill_after=_wait(row[8]), headers=_headers(row[9], row[10], row[11]))
+
+
+def lease_decision_of(row: Sequence[Any]) -> LeaseDecision:
+    d = decision_of(row)
+    lease = row[12]
+    if lease is not None and not isinstance(lease, uuid.UUID):
+        lease = uuid.UUID(str(lease))  # a driver that gives text
+    return LeaseDecision(**vars(d), lease=lease, expires_at=row[13])
+
+
+def release_args(lease: Union[uuid.UUID, str, None]):
+    """The lease as text (each driver adapts str): None is NULL, which the
+    limiter answers false."""
+    return (None if lease is None else str(lease),)
 
 
 def all_decision_of(row: Sequence[Any]) -> AllDecision:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any, Iterator, AsyncIterator, Optional, Sequence, Tuple
+import uuid
+from typing import Any, Iterator, AsyncIterator, Optional, Sequence, Tuple, Union
 
 from ._core import (
-    AllDecision, Decision, RateLimitUnavailable, RateLimited, Statements, all_decision_of, classify,
-    decision_of, interval, is_pool_timeout, take_all_args,
+    AllDecision, Decision, LeaseDecision, RateLimitUnavailable, RateLimited, Statements, all_decision_of,
+    classify, decision_of, interval, is_pool_timeout, lease_decision_of, release_args, take_all_args,
 )
 
 Limit = Tuple[Any, ...]  # (name, key) or (name, key, cost)
@@ -52,6 +53,19 @@ class RateLimiter(_Base):
 
     def take_all(self, limits: Sequence[Limit], *, max_wait: Optional[float] = None, conn=None) -> AllDecision:
         return all_decision_of(self._one(self.sql.take_all, take_all_args(limits, max_wait), conn))
+
+    def lease(self, name: str, key: str, cost: float = 1, *, conn=None) -> LeaseDecision:
+        """Takes ``cost`` places of (name, key), a concurrency limit defined
+        with a lease, as one lease: held until it expires or is released,
+        also after the transaction that took it commits (a rollback of
+        ``conn``'s transaction gives it back)."""
+        return lease_decision_of(self._one(self.sql.lease, (name, key, float(cost)), conn))
+
+    def release(self, lease: Union[uuid.UUID, str, None], *, conn=None) -> bool:
+        """Gives a lease's places back now: True once, False for a lease no
+        longer in force (unknown, expired, already released) or None (a
+        denial's)."""
+        return self._one(self.sql.release, release_args(lease), conn)[0]
 
     @contextlib.contextmanager
     def transaction(self, name: str, key: str, cost: float = 1, *,
@@ -138,6 +152,14 @@ class AsyncRateLimiter(_Base):
     async def take_all(self, limits: Sequence[Limit], *, max_wait: Optional[float] = None,
                        conn=None) -> AllDecision:
         return all_decision_of(await self._one(self.sql.take_all, take_all_args(limits, max_wait), conn))
+
+    async def lease(self, name: str, key: str, cost: float = 1, *, conn=None) -> LeaseDecision:
+        """As RateLimiter.lease, to await."""
+        return lease_decision_of(await self._one(self.sql.lease, (name, key, float(cost)), conn))
+
+    async def release(self, lease: Union[uuid.UUID, str, None], *, conn=None) -> bool:
+        """As RateLimiter.release, to await."""
+        return (await self._one(self.sql.release, release_args(lease), conn))[0]
 
     @contextlib.asynccontextmanager
     async def transaction(self, name: str, key: str, cost: float = 1, *,
