@@ -341,9 +341,10 @@ BEGIN
             cap := @extschema@.rl_debt_cap(b_limit[buckets], r);
             IF b_held[buckets] > 0 THEN
                 PERFORM @extschema@.rl_places(given_policy[c], names[c], r.cost);
-            ELSIF r.cost > b_limit[buckets].burst + cap AND b_sliding[buckets] THEN
-                PERFORM @extschema@.rl_report_merged_cost_exceeds_max_count(names[c], keys[c], b_limit[buckets].burst);
             ELSIF r.cost > b_limit[buckets].burst + cap THEN
+                IF b_sliding[buckets] THEN
+                    PERFORM @extschema@.rl_report_merged_cost_exceeds_max_count(names[c], keys[c], b_limit[buckets].burst);
+                END IF;
                 PERFORM @extschema@.rl_report_merged_cost_exceeds_burst(names[c], keys[c], b_limit[buckets].burst, cap);
             END IF;
         ELSE

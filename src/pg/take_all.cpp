@@ -98,13 +98,15 @@ MergeRepeats(const BucketTake *given, int count, BucketTake *takes, int *bucket_
 				continue;
 			}
 			const double debt_cap = core::DebtCap(merged.limit, merged.request);
-			if (merged.request.cost > merged.limit.burst + debt_cap && merged.limit.sliding)
-				ReportMergedCostExceedsMaxCount(text_to_cstring(merged.name),
-				                                text_to_cstring(merged.key), merged.limit.burst);
-			if (merged.request.cost > merged.limit.burst + debt_cap)
+			if (merged.request.cost > merged.limit.burst + debt_cap) {
+				if (merged.limit.sliding)
+					ReportMergedCostExceedsMaxCount(text_to_cstring(merged.name),
+					                                text_to_cstring(merged.key),
+					                                merged.limit.burst);
 				ReportMergedCostExceedsBurst(text_to_cstring(merged.name),
 				                             text_to_cstring(merged.key), merged.limit.burst,
 				                             debt_cap);
+			}
 		} else {
 			takes[buckets++] = given[position];
 		}
