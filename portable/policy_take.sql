@@ -167,17 +167,16 @@ BEGIN
                         -- writer left it leaves the same balance then, the
                         -- waits, which depend on nothing else, are the same.
                         now_us := @extschema@.rl_now();
+                        -- The bounds of the first reading, on the row as
+                        -- locked; full at now + reset_after, as above.
                         UPDATE @extschema@.rl_buckets AS t
                            SET (tokens, stamp_us, full_at_us, previous)
-                               = ROW(left_over, now_us,
-                                     greatest(now_us OPERATOR(pg_catalog.+) reset_us::bigint, t.blocked_until_us),
+                               = ROW(left_over, now_us, now_us OPERATOR(pg_catalog.+) reset_us::bigint,
                                      '0'::pg_catalog.float8)
                          WHERE t.name OPERATOR(pg_catalog.=) $1 AND t.key OPERATOR(pg_catalog.=) $2
                            AND now_us OPERATOR(pg_catalog.<) '4611686018427387904'::bigint
-                           AND t.stamp_us OPERATOR(pg_catalog.<=) now_us
-                           AND t.blocked_until_us OPERATOR(pg_catalog.<=) now_us
+                           AND greatest(t.stamp_us, t.blocked_until_us) OPERATOR(pg_catalog.<=) now_us
                            AND (now_us OPERATOR(pg_catalog.-) t.stamp_us) OPERATOR(pg_catalog.<) '4503599627370496'::bigint
-                           AND t.stamp_us OPERATOR(pg_catalog.>) '-4611686018427387904'::bigint
                            AND t.tokens OPERATOR(pg_catalog.>) '-1e150'::pg_catalog.float8
                            AND (@extschema@.rl_quick_balance(t.tokens, t.stamp_us, now_us, limit_rate, limit_burst)
                                 OPERATOR(pg_catalog.-) $3) OPERATOR(pg_catalog.=) left_over;
