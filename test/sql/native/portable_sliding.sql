@@ -160,36 +160,21 @@ BEGIN
 END
 $$;
 SELECT setseed(0.17);
-SELECT pg_temp.run(500) > 0 AS ran;
-CALL pg_temp.purge('ps-ten'); CALL pg_temp.purge('ps-frac'); CALL pg_temp.purge('ps-odd'); CALL pg_temp.purge('ps-tiny'); CALL pg_temp.purge('ps-bucket');
-INSERT INTO calls
-SELECT max(step) + 1, 'purge', NULL, pg_temp.listing('public'), pg_temp.listing('portable_sliding'),
-       pg_temp.native_rows(), pg_temp.portable_rows(), NULL FROM calls;
-SELECT pg_temp.run(500) > 0 AS ran;
-CALL pg_temp.purge('ps-ten'); CALL pg_temp.purge('ps-frac'); CALL pg_temp.purge('ps-odd'); CALL pg_temp.purge('ps-tiny'); CALL pg_temp.purge('ps-bucket');
-INSERT INTO calls
-SELECT max(step) + 1, 'purge', NULL, pg_temp.listing('public'), pg_temp.listing('portable_sliding'),
-       pg_temp.native_rows(), pg_temp.portable_rows(), NULL FROM calls;
-SELECT pg_temp.run(500) > 0 AS ran;
-CALL pg_temp.purge('ps-ten'); CALL pg_temp.purge('ps-frac'); CALL pg_temp.purge('ps-odd'); CALL pg_temp.purge('ps-tiny'); CALL pg_temp.purge('ps-bucket');
-INSERT INTO calls
-SELECT max(step) + 1, 'purge', NULL, pg_temp.listing('public'), pg_temp.listing('portable_sliding'),
-       pg_temp.native_rows(), pg_temp.portable_rows(), NULL FROM calls;
-SELECT pg_temp.run(500) > 0 AS ran;
-CALL pg_temp.purge('ps-ten'); CALL pg_temp.purge('ps-frac'); CALL pg_temp.purge('ps-odd'); CALL pg_temp.purge('ps-tiny'); CALL pg_temp.purge('ps-bucket');
-INSERT INTO calls
-SELECT max(step) + 1, 'purge', NULL, pg_temp.listing('public'), pg_temp.listing('portable_sliding'),
-       pg_temp.native_rows(), pg_temp.portable_rows(), NULL FROM calls;
-SELECT pg_temp.run(500) > 0 AS ran;
-CALL pg_temp.purge('ps-ten'); CALL pg_temp.purge('ps-frac'); CALL pg_temp.purge('ps-odd'); CALL pg_temp.purge('ps-tiny'); CALL pg_temp.purge('ps-bucket');
-INSERT INTO calls
-SELECT max(step) + 1, 'purge', NULL, pg_temp.listing('public'), pg_temp.listing('portable_sliding'),
-       pg_temp.native_rows(), pg_temp.portable_rows(), NULL FROM calls;
-SELECT pg_temp.run(500) > 0 AS ran;
-CALL pg_temp.purge('ps-ten'); CALL pg_temp.purge('ps-frac'); CALL pg_temp.purge('ps-odd'); CALL pg_temp.purge('ps-tiny'); CALL pg_temp.purge('ps-bucket');
-INSERT INTO calls
-SELECT max(step) + 1, 'purge', NULL, pg_temp.listing('public'), pg_temp.listing('portable_sliding'),
-       pg_temp.native_rows(), pg_temp.portable_rows(), NULL FROM calls;
+DO $$
+BEGIN
+    FOR round IN 1..6 LOOP
+        ASSERT pg_temp.run(500) > 0, 'a run of 500 made no call';
+        CALL pg_temp.purge('ps-ten');
+        CALL pg_temp.purge('ps-frac');
+        CALL pg_temp.purge('ps-odd');
+        CALL pg_temp.purge('ps-tiny');
+        CALL pg_temp.purge('ps-bucket');
+        INSERT INTO calls
+        SELECT max(step) + 1, 'purge', NULL, pg_temp.listing('public'), pg_temp.listing('portable_sliding'),
+               pg_temp.native_rows(), pg_temp.portable_rows(), NULL FROM calls;
+    END LOOP;
+END
+$$;
 RESET ratelimit.fixed_clock;
 
 -- Every call made, of each kind, some granted and some denied, and none
