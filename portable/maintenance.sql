@@ -280,16 +280,8 @@ COMMENT ON PROCEDURE rate_limit_reset_limit(text, bigint) IS
 REVOKE ALL ON PROCEDURE rate_limit_reset_limit(text, bigint) FROM PUBLIC;
 
 -- The buckets of a limit in key order, as ListBucket shows them.
-CREATE FUNCTION rate_limit_buckets(
-    name            text,
-    OUT key         text,
-    OUT shard       integer,
-    OUT balance     float8,
-    OUT full_at     timestamptz,
-    OUT tokens      float8,
-    OUT last_refill timestamptz,
-    OUT blocked_until timestamptz,
-    OUT previous    float8)
+\ir ../sql/src/buckets_columns.sql
+CREATE FUNCTION rate_limit_buckets(:rl_buckets_params)
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp

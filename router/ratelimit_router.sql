@@ -258,16 +258,8 @@ COMMENT ON FUNCTION rate_limit_take_all(text[], text[], float8[], interval) IS
     'rate_limit_take_all on the partition that holds every bucket of the call; refused (0A000) when they are on different partitions';
 
 -- The buckets of a limit, from every partition.
-CREATE FUNCTION rate_limit_buckets(
-    name            text,
-    OUT key         text,
-    OUT shard       integer,
-    OUT balance     float8,
-    OUT full_at     timestamptz,
-    OUT tokens      float8,
-    OUT last_refill timestamptz,
-    OUT blocked_until timestamptz,
-    OUT previous    float8)
+\ir ../sql/src/buckets_columns.sql
+CREATE FUNCTION rate_limit_buckets(:rl_buckets_params)
 RETURNS SETOF record LANGUAGE plproxy
 AS $$ CLUSTER 'ratelimit'; RUN ON ALL; $$;
 COMMENT ON FUNCTION rate_limit_buckets(text) IS

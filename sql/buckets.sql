@@ -5,16 +5,8 @@
 -- fail (reading ratelimit.buckets itself would).  Withheld from PUBLIC: it
 -- shows every key of the limit.  previous (0.4.0) is last, after the
 -- columns of 0.3.0.
-CREATE FUNCTION @extschema@.rate_limit_buckets(
-    name            text,
-    OUT key         text,
-    OUT shard       integer,
-    OUT balance     float8,
-    OUT full_at     timestamptz,
-    OUT tokens      float8,
-    OUT last_refill timestamptz,
-    OUT blocked_until timestamptz,
-    OUT previous    float8)
+\ir src/buckets_columns.sql
+CREATE FUNCTION @extschema@.rate_limit_buckets(:rl_buckets_params)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'rate_limit_buckets'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;

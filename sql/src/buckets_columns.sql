@@ -1,0 +1,19 @@
+-- sql/src/buckets_columns.sql
+--
+-- The parameters of rate_limit_buckets, its result columns included,
+-- written once: sql/buckets.sql makes the native extension's function with
+-- them, portable/maintenance.sql the portable limiter's and
+-- router/ratelimit_router.sql the router's, which runs it on every
+-- partition (test/cluster/signatures.sh compares the three).  previous
+-- (0.4.0) is last, after the columns of 0.3.0.
+--
+--   name          text          the limit whose buckets are listed
+--   key           text          (OUT) the bucket's key
+--   shard         integer       (OUT) its shard, of a policy that splits keys
+--   balance       float8        (OUT) its balance now, by the policy
+--   full_at       timestamptz   (OUT) when it is full
+--   tokens        float8        (OUT) the tokens stored
+--   last_refill   timestamptz   (OUT) when they were
+--   blocked_until timestamptz   (OUT) the end of a penalty box that holds it
+--   previous      float8        (OUT) a sliding window's count of the window before
+\set rl_buckets_params 'name text, OUT key text, OUT shard integer, OUT balance float8, OUT full_at timestamptz, OUT tokens float8, OUT last_refill timestamptz, OUT blocked_until timestamptz, OUT previous float8'
