@@ -210,9 +210,12 @@ bench:
 bench-instructions:
 	bench/instructions
 
+bench-portable:
+	bench/portable
+
 test:
 	scripts/test
 
 EXTRA_CLEAN = $(UNIT_BIN) $(LOAD_BIN) output_iso output_portable output_memory
 
-.PHONY: unit load isolationcheck installcheck-portable installcheck-memory regress-results dist demo test bench bench-instructions
+.PHONY: unit load isolationcheck installcheck-portable installcheck-memory regress-results dist demo test bench bench-instructions bench-portable

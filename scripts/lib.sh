@@ -370,6 +370,20 @@ build_and_install() {
     make -C "$RL_BUILD_DIR" -s install || rl_die "make install failed"
 }
 
+# A copy of the checkout's tracked files (or, outside git, of everything
+# but build products) in DIR, so that a build there leaves this one alone.
+copy_checkout() {
+    mkdir -p "$1"
+    if git -C "$RL_ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        (cd "$RL_ROOT" && git ls-files -z --cached --others --exclude-standard |
+            tar --null --ignore-failed-read -T - -cf - 2>/dev/null) | tar -C "$1" -xf -
+    else
+        (cd "$RL_ROOT" && tar --exclude='*.o' --exclude='*.so' --exclude=./results \
+            --exclude=./output_iso --exclude=./test/unit/ratelimit_unit \
+            --exclude=./test/load/ratelimit_load -cf - .) | tar -C "$1" -xf -
+    fi
+}
+
 rl_require_install() {
     if [ -z "${RL_PG_ROOT:-}" ]; then
         ensure_packages
