@@ -72,24 +72,38 @@ bench_native_keys() {
 }
 
 # Database bench_portable: the portable limiter with the same keys and
-# policies, explicit and by policy.
+# policies, explicit and by policy, and the floors of a take by policy
+# (bench/portable_floor.sql).
 bench_portable_database() {
     sql -c "CREATE DATABASE bench_portable"
-    PGDATABASE=bench_portable sql -c "REVOKE CREATE ON SCHEMA public FROM PUBLIC" -f "$RL_ROOT/portable/ratelimit.sql"
+    PGDATABASE=bench_portable sql -c "REVOKE CREATE ON SCHEMA public FROM PUBLIC" -f "$RL_ROOT/portable/ratelimit.sql" \
+        -f "$RL_ROOT/bench/portable_floor.sql"
     PGDATABASE=bench_portable sql -c "SELECT count(*) FROM generate_series(1, $UNIFORM_KEYS) AS g,
                                           LATERAL rate_limit_take('bench', 'user:' || g, 1e-9, 1000, 1e9) AS r"
     PGDATABASE=bench_portable bench_policies
     PGDATABASE=bench_portable sql -c "VACUUM ANALYZE"
 }
 
-# The pgbench scripts of the PL/pgSQL bucket and of takes by policy.
+# The pgbench scripts of the PL/pgSQL bucket, of takes by policy and of
+# their floors.
 bench_policy_scripts() {
+    local floor
     script xid 'SELECT txid_current();'
     script pl_uniform "\\\\set k random(1, $UNIFORM_KEYS)\nSELECT plpgsql_take('bench', 'user:' || :k, 1, 1000, 1e9);"
     script pl_hot "SELECT plpgsql_take('bench', 'hot', 1, 1e9, 1e9);"
     script take_hot_policy "SELECT allowed FROM rate_limit_take('hot-policy', 'k');"
     script table_uniform "\\\\set k random(1, $UNIFORM_KEYS)\nSELECT allowed FROM rate_limit_take('table-uniform', 'user:' || :k);"
+    for floor in two_statements one_statement; do
+        script "floor_$floor" "\\\\set k random(1, $UNIFORM_KEYS)\nSELECT allowed FROM floor_$floor('table-uniform', 'user:' || :k);"
+    done
 }
+
+# The floors of a take by policy, at 8 clients in database bench_portable
+# (scenario lines, as in SCENARIOS).
+FLOOR_SCENARIOS=(
+    "floor_two|floor_two_statements|read committed|floor: its read and UPDATE deciding nothing, 100k keys|bench_portable"
+    "floor_one|floor_one_statement|read committed|floor: one UPDATE reading the policy, 100k keys|bench_portable"
+)
 
 # PL/pgSQL and SQL functions a portable take by policy calls (not inlined),
 # counted with track_functions = all in one session of CALL_TAKES takes,
@@ -110,10 +124,10 @@ count_portable_calls() {
 }
 
 # The portable take by policy against the PL/pgSQL bucket and the table
-# engine, at 8 and 32 clients, and its targets.  Scenario labels:
+# engine, at 8 and 32 clients, and its floors.  Scenario labels:
 # policy_uniform_portable[_32], policy_hot_portable[_32], pl_uniform_rc,
 # pl_hot_rc, pl_uniform_32, pl_hot_32, table_uniform_rc, hot_policy_rc,
-# table_uniform_32, hot_policy_32.
+# table_uniform_32, hot_policy_32, and FLOOR_SCENARIOS's.
 report_portable() {
     printf '\nportable take by policy (PL/pgSQL and SQL calls a take: uniform %s, hot key %s):\n' \
         "${CALLS[table_uniform]}" "${CALLS[take_hot_policy]}"
@@ -126,6 +140,10 @@ report_portable() {
         "$(ratio "${TPS[policy_uniform_portable]}" "${TPS[table_uniform_rc]}")" "$(ratio "${TPS[policy_uniform_portable_32]}" "${TPS[table_uniform_32]}")"
     printf '  %-44s %10s %10s\n' "one hot key / table engine by policy" \
         "$(ratio "${TPS[policy_hot_portable]}" "${TPS[hot_policy_rc]}")" "$(ratio "${TPS[policy_hot_portable_32]}" "${TPS[hot_policy_32]}")"
+    printf '  %-44s %10s\n' "floor: read and UPDATE / PL/pgSQL bucket" "$(ratio "${TPS[floor_two]}" "${TPS[pl_uniform_rc]}")"
+    printf '  %-44s %10s\n' "floor: one UPDATE / PL/pgSQL bucket" "$(ratio "${TPS[floor_one]}" "${TPS[pl_uniform_rc]}")"
+    printf '  %-44s %10s\n' "100k keys uniform / floor: read and UPDATE" \
+        "$(ratio "${TPS[policy_uniform_portable]}" "${TPS[floor_two]}")"
 }
 
 portable_targets() {
