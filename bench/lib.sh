@@ -101,8 +101,8 @@ bench_policy_scripts() {
 # The floors of a take by policy, at 8 clients in database bench_portable
 # (scenario lines, as in SCENARIOS).
 FLOOR_SCENARIOS=(
-    "floor_two|floor_two_statements|read committed|floor: its read and UPDATE deciding nothing, 100k keys|bench_portable"
-    "floor_one|floor_one_statement|read committed|floor: one UPDATE reading the policy, 100k keys|bench_portable"
+    "floor_two|floor_two_statements|read committed|floor: read, UPDATE, no decision, 100k keys|bench_portable"
+    "floor_one|floor_one_statement|read committed|floor: one UPDATE with the policy, 100k keys|bench_portable"
 )
 
 # PL/pgSQL and SQL functions a portable take by policy calls (not inlined),
