@@ -1,6 +1,7 @@
+# shellcheck shell=bash
 # bench/lib.sh: what bench/run and bench/portable share.  Sourced after
-# scripts/lib.sh, with the cluster running; $work is the run's scratch
-# directory, $CLIENTS and $THREADS pgbench's defaults.
+# scripts/lib.sh; its functions run once the cluster is started, with $work
+# the run's scratch directory, $CLIENTS and $THREADS pgbench's defaults.
 
 sql() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 

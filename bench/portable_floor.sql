@@ -1,7 +1,8 @@
 -- bench/portable_floor.sql
 --
--- The floors of a portable take by a policy's name, for bench/instructions:
--- routines that make the calls a take makes and decide nothing.  Installed
+-- The floors of a portable take by a policy's name, for bench/instructions,
+-- bench/run and bench/portable: routines that make the calls a take makes
+-- and decide nothing.  Installed
 -- beside the portable limiter (portable/ratelimit.sql) in the schema it was
 -- installed in, as its owner, in a throwaway database only.
 

@@ -11,6 +11,7 @@
 #                       PostgreSQL install tree (see rl_private_tree)
 #   rl_require_install  build_and_install unless the calling script already
 #                       did (test/cluster/*.sh: run alone or from scripts/test)
+#   copy_checkout DIR   the checkout's files in DIR, to build there afresh
 #   cluster_start       a throwaway PostgreSQL 15 cluster in a fresh temporary
 #                       directory, on a unix socket only; exports PGHOST, PGPORT,
 #                       PGUSER and PGDATABASE for clients (RL_SHARED_BUFFERS
