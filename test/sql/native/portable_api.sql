@@ -5,22 +5,9 @@
 -- and resets over several keys, some rolled back, at a clock both read the
 -- same way, must give the same decisions field by field.
 --
-\set SHOW_CONTEXT never
-CREATE SCHEMA portable_api;
-SET search_path = portable_api;
--- (The script itself is not echoed.)
-\set ECHO none
-\i portable/ratelimit.sql
-\set ECHO all
-RESET search_path;
--- The portable clock, for this test only, reads the seconds the native
--- fixed clock is set to, from a setting of the test's own (current_setting
--- shows a float8 setting to six digits only).  Only the schema's owner can
--- replace the function; callers cannot.
-CREATE OR REPLACE FUNCTION portable_api.rl_now() RETURNS bigint
-LANGUAGE sql VOLATILE
-AS $$ SELECT ((pg_catalog.current_setting('portable_api.clock')::float8 - 946684800)
-              * 1000000)::bigint $$;
+\set schema portable_api
+\set clock portable_api.clock
+\i test/sql/include/portable_beside_native.sql
 
 SELECT setseed(0.7);
 CREATE TEMP TABLE limits AS

@@ -8,21 +8,9 @@
 -- limiters' places are advisory locks on different numbers: they never
 -- meet.)
 --
-\set SHOW_CONTEXT never
-CREATE SCHEMA portable_holds;
-SET search_path = portable_holds;
--- (The script itself is not echoed.)
-\set ECHO none
-\i portable/ratelimit.sql
-\set ECHO all
-RESET search_path;
--- The portable clock reads the seconds the native fixed clock is set to,
--- from a setting of the test's own (as portable_api.sql: current_setting
--- shows a float8 setting to six digits only).
-CREATE OR REPLACE FUNCTION portable_holds.rl_now() RETURNS bigint
-LANGUAGE sql VOLATILE
-AS $$ SELECT ((pg_catalog.current_setting('portable_holds.clock')::float8 - 946684800)
-              * 1000000)::bigint $$;
+\set schema portable_holds
+\set clock portable_holds.clock
+\i test/sql/include/portable_beside_native.sql
 SET ratelimit.fixed_clock = 1000000;
 SET portable_holds.clock = 1000000;
 

@@ -7,20 +7,9 @@
 -- nested, must give the same decisions and errors field by field (a
 -- lease's id, random, only as whether there is one).
 --
-\set SHOW_CONTEXT never
-CREATE SCHEMA portable_leases;
-SET search_path = portable_leases;
--- (The script itself is not echoed.)
-\set ECHO none
-\i portable/ratelimit.sql
-\set ECHO all
-RESET search_path;
--- The portable clock reads the seconds the native fixed clock is set to,
--- from a setting of the test's own (as portable_holds.sql).
-CREATE OR REPLACE FUNCTION portable_leases.rl_now() RETURNS bigint
-LANGUAGE sql VOLATILE
-AS $$ SELECT ((pg_catalog.current_setting('portable_leases.clock')::float8 - 946684800)
-              * 1000000)::bigint $$;
+\set schema portable_leases
+\set clock portable_leases.clock
+\i test/sql/include/portable_beside_native.sql
 SET ratelimit.fixed_clock = 1000000;
 SET portable_leases.clock = 1000000;
 

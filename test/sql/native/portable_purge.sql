@@ -7,21 +7,9 @@
 -- as the native purge deletes them.  And a purge called more than once in
 -- one procedure, after a COMMIT: allowed, as the native one is.
 --
-\set SHOW_CONTEXT never
-CREATE SCHEMA portable_purge;
-SET search_path = portable_purge;
--- (The script itself is not echoed.)
-\set ECHO none
-\i portable/ratelimit.sql
--- (The script stops psql at an error: this test shows its errors.)
-\set ON_ERROR_STOP 0
-\set ECHO all
-RESET search_path;
--- The portable clock reads the native fixed clock.
-CREATE OR REPLACE FUNCTION portable_purge.rl_now() RETURNS bigint
-LANGUAGE sql VOLATILE
-AS $$ SELECT ((pg_catalog.current_setting('ratelimit.fixed_clock')::float8 - 946684800)
-              * 1000000)::bigint $$;
+\set schema portable_purge
+\set clock ratelimit.fixed_clock
+\i test/sql/include/portable_beside_native.sql
 
 -- Token buckets of 4 a minute, a sliding window of 4 in 10 seconds; each
 -- defined in both.

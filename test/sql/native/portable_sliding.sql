@@ -8,20 +8,9 @@
 -- same decisions (every column, as text: every float8 to the last bit) and
 -- leave the same rows (tokens, last_refill, previous, full_at).
 --
-\set SHOW_CONTEXT never
-CREATE SCHEMA portable_sliding;
-SET search_path = portable_sliding;
--- (The script itself is not echoed.)
-\set ECHO none
-\i portable/ratelimit.sql
-\set ECHO all
-RESET search_path;
--- The portable clock reads the seconds the native fixed clock is set to,
--- from a setting of the test's own (as portable_core.sql).
-CREATE OR REPLACE FUNCTION portable_sliding.rl_now() RETURNS bigint
-LANGUAGE sql VOLATILE
-AS $$ SELECT ((pg_catalog.current_setting('portable_sliding.clock')::float8 - 946684800)
-              * 1000000)::bigint $$;
+\set schema portable_sliding
+\set clock portable_sliding.clock
+\i test/sql/include/portable_beside_native.sql
 
 -- Windows: a whole count in 10 s, a fractional one in 3 s, one in a
 -- window of 1.000001 s (no weight a float8 holds exactly), one of 7 µs;

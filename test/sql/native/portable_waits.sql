@@ -7,19 +7,9 @@
 -- last bit).  portable_api's rates and clocks give waits its estimates find
 -- exactly; these do not, about one wait in four.
 --
-\set SHOW_CONTEXT never
-CREATE SCHEMA portable_waits;
-SET search_path = portable_waits;
--- (The script itself is not echoed.)
-\set ECHO none
-\i portable/ratelimit.sql
-\set ECHO all
-RESET search_path;
--- The portable clock reads the seconds the native fixed clock is set to.
-CREATE OR REPLACE FUNCTION portable_waits.rl_now() RETURNS bigint
-LANGUAGE sql VOLATILE
-AS $$ SELECT ((pg_catalog.current_setting('portable_waits.clock')::float8 - 946684800)
-              * 1000000)::bigint $$;
+\set schema portable_waits
+\set clock portable_waits.clock
+\i test/sql/include/portable_beside_native.sql
 SELECT setseed(0.31);
 CREATE TEMP TABLE wait_limits (k int, name text, rate float8, per interval, burst float8);
 INSERT INTO wait_limits VALUES
