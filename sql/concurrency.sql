@@ -43,11 +43,15 @@ COMMENT ON TABLE ratelimit.leases IS
     'leases of the concurrency limits of the ratelimit extension, each places places of (name, key) until expires_at or its release: written only by its functions';
 
 -- rate_limit_drop deletes the leases of the policy it drops, in its
--- transaction (a policy defined again under the name would count them).
+-- transaction (a policy defined again under the name would count them),
+-- whatever its snapshot: it waits for every lease of the name being
+-- written to commit or roll back, and keeps new ones from being taken
+-- until it ends (src/pg/leases.cpp).  In a read-only transaction or on a
+-- standby it deletes nothing: the DELETE of the policy that follows says
+-- why it cannot.
 CREATE FUNCTION ratelimit.drop_leases(name text) RETURNS void
-LANGUAGE sql
-SET search_path = pg_catalog, pg_temp
-AS $$ DELETE FROM ratelimit.leases AS l WHERE l.name OPERATOR(pg_catalog.=) $1 $$;
+AS 'MODULE_PATHNAME', 'rate_limit_drop_leases'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION ratelimit.drop_leases(text) IS
     'deletes the leases of concurrency limit name, which rate_limit_drop drops';
 REVOKE ALL ON FUNCTION ratelimit.drop_leases(text) FROM PUBLIC;

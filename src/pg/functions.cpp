@@ -40,6 +40,7 @@ PG_FUNCTION_INFO_V1(rate_limit_check_explicit);
 PG_FUNCTION_INFO_V1(rate_limit_refund_explicit);
 PG_FUNCTION_INFO_V1(rate_limit_lease);
 PG_FUNCTION_INFO_V1(rate_limit_release);
+PG_FUNCTION_INFO_V1(rate_limit_drop_leases);
 }
 
 namespace ratelimit::pg {
@@ -384,4 +385,16 @@ rate_limit_release(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	pg::RequireLeaseWrite(pg::kReleaseSignature, true);
 	PG_RETURN_BOOL(pg::ReleaseLease(PG_GETARG_UUID_P(0)));
+}
+
+/* ratelimit.drop_leases(name), which rate_limit_drop calls: deletes the
+ * leases of policy `name`.  Where nothing may be written (a standby, a
+ * read-only transaction, parallel mode), nothing: the policy's DELETE,
+ * next, raises the error. */
+Datum
+rate_limit_drop_leases(PG_FUNCTION_ARGS)
+{
+	if (!RecoveryInProgress() && !XactReadOnly && !IsInParallelMode())
+		(void)pg::DropLeases(PG_GETARG_TEXT_PP(0));
+	PG_RETURN_VOID();
 }

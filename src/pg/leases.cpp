@@ -17,6 +17,16 @@
  * one who waits for anything else, so no 40P01.  A lease inserted by a
  * transaction that rolls back was never committed and counts no more.
  *
+ * A drop of the policy deletes its leases, whatever the snapshot, holding
+ * a lock on a hash of the name (class kLeaseNameLockClass) exclusively
+ * until its transaction ends.  A take of a lease holds the same lock shared
+ * until its own transaction ends, taken before it counts, and then finds
+ * its policy again: so a drop waits for every lease of the name being
+ * written to commit or roll back, and deletes the committed ones; a take
+ * that comes while a drop is open waits for it, and finds no policy once
+ * the drop has committed.  No lease of a dropped policy is left behind to
+ * count against one defined again under the name.
+ *
  * An expired lease is free the moment its expires_at passes, whatever its
  * row: the count scans only index entries after the clock.  A release
  * deletes the row (waiting for another transaction deleting it: then it was
@@ -31,6 +41,7 @@
 #include "pg/bucket_keys.hpp"
 #include "pg/clock.hpp"
 #include "pg/errors.hpp"
+#include "pg/policies.hpp"
 #include "pg/storage.hpp"
 
 namespace ratelimit::pg {
@@ -53,6 +64,11 @@ constexpr int kMaxIndexes = 8;
 constexpr uint16 kLeaseLockClass = 0x524D;
 /* The seed of the lock's hash of (name, key). */
 constexpr uint64 kLeaseSeed = 0x6C6561736573ULL;
+/* Advisory lock class of the lock a drop holds exclusively and a take of a
+ * lease shared, on a hash of the name alone. */
+constexpr uint16 kLeaseNameLockClass = 0x524E;
+/* The seed of that hash (of the name and an empty key). */
+constexpr uint64 kLeaseNameSeed = 0x6C6E616D6573ULL;
 
 struct LeaseRelations {
 	Relation heap;
@@ -266,6 +282,20 @@ InsertLease(const LeaseRelations &rels, text *name, text *key, int places, Times
 	heap_freetuple(tuple);
 }
 
+/* Locks the leases of policy `name` in `mode` until the transaction ends:
+ * ShareLock to take one, ExclusiveLock to drop them all. */
+void
+LockLeaseName(text *name, LOCKMODE mode)
+{
+	text *no_key = cstring_to_text("");
+	const uint64 hash = BucketHash(name, no_key, kLeaseNameSeed);
+	pfree(no_key);
+	LOCKTAG tag;
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(hash >> 32),
+	                     static_cast<uint32>(hash), kLeaseNameLockClass);
+	(void)LockAcquire(&tag, mode, false, false);
+}
+
 } /* namespace */
 
 core::Decision
@@ -279,6 +309,11 @@ LeasePlaces(text *name, text *key, int max_held, int places, int64 lease_us, boo
 	OpenLeases(writes ? RowExclusiveLock : AccessShareLock, &rels);
 	LOCKTAG tag;
 	if (writes) {
+		/* Kept until the transaction ends, so that a drop waits for this
+		 * lease; a drop that committed before it is seen by the lookup
+		 * (which accepts the invalidations it sent): 42704. */
+		LockLeaseName(name, ShareLock);
+		(void)LookupPolicy(name);
 		const uint64 hash = BucketHash(name, key, kLeaseSeed);
 		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(hash >> 32),
 		                     static_cast<uint32>(hash), kLeaseLockClass);
@@ -414,6 +449,45 @@ PurgeLeases(text *name)
 		CommandCounterIncrement();
 	CloseLeases(&rels);
 	return purged;
+}
+
+int64
+DropLeases(text *name)
+{
+	LockLeaseName(name, ExclusiveLock);
+	LeaseRelations rels;
+	OpenLeases(RowExclusiveLock, &rels);
+	ScanKeyData scan_key;
+	ScanKeyEntryInitialize(&scan_key, 0, 1, BTEqualStrategyNumber, InvalidOid, C_COLLATION_OID,
+	                       F_TEXTEQ, PointerGetDatum(name));
+	const CommandId cid = GetCurrentCommandId(true);
+	int64 dropped = 0;
+	SnapshotData dirty;
+	InitDirtySnapshot(dirty);
+	TupleTableSlot *slot = table_slot_create(rels.heap, NULL);
+	IndexScanDesc scan = RlIndexBeginScan(rels.heap, rels.by_key, &dirty, 1);
+	index_rescan(scan, &scan_key, 1, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, slot)) {
+		/* Every transaction that took a lease of the name has ended (each
+		 * held the lock this one holds now), so none is still inserting
+		 * one; a release in flight is waited for. */
+		ItemPointerData tid = slot->tts_tid;
+		TM_FailureData tmfd;
+		const TM_Result result =
+		    heap_delete(rels.heap, &tid, cid, InvalidSnapshot, true, &tmfd, false);
+		if (result == TM_Ok)
+			dropped++;
+		/* Released meanwhile by a transaction that committed, or already
+		 * by this one: gone all the same. */
+		else if (result != TM_Deleted && result != TM_SelfModified && result != TM_Updated)
+			elog(ERROR, "could not delete rate limit lease: result %d", static_cast<int>(result));
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	if (dropped > 0)
+		CommandCounterIncrement();
+	CloseLeases(&rels);
+	return dropped;
 }
 
 } /* namespace ratelimit::pg */

@@ -36,6 +36,12 @@ struct LeaseGrant {
 core::Decision LeasePlaces(text *name, text *key, int max_held, int places, int64 lease_us,
                            bool take, LeaseGrant *grant);
 
+/* Deletes every lease of policy `name` in the caller's transaction, as its
+ * drop does: waits first for every transaction taking a lease of the name
+ * to end, and keeps any other from taking one until the caller's ends.
+ * How many. */
+int64 DropLeases(text *name);
+
 /* Deletes lease `id` in the caller's transaction: true if it was in force
  * (neither expired nor released). */
 bool ReleaseLease(const pg_uuid_t *id);
