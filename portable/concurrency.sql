@@ -335,16 +335,47 @@ COMMENT ON TABLE rl_leases IS
 COMMENT ON TABLE rl_lease_keys IS
     'one row per key of a concurrency limit with leases, whose lock serialises the takes of its leases';
 
+-- The advisory lock a take of a lease holds shared and a drop of its
+-- policy exclusively, until their transactions end: a 64-bit hash of the
+-- name alone with its low 16 bits set, which no place of rl_hold (whose
+-- low 16 bits are a slot below 1000) can be.
+CREATE FUNCTION rl_lease_name_lock(p_name text) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT pg_catalog.hashtextextended(p_name COLLATE pg_catalog."C", '119225777398643'::bigint)
+             OPERATOR(pg_catalog.|) '65535'::bigint $$;
+COMMENT ON FUNCTION rl_lease_name_lock(text) IS
+    'the advisory lock that keeps a drop of lease policy p_name and the takes of its leases apart';
+
 -- rate_limit_drop deletes the leases of the policy it drops, in its
 -- transaction (a policy defined again under the name would count them),
--- and its keys' rows: those first, so that, once they are locked, every
--- lease of the name has committed or never will, and the second statement
--- sees it (as rl_purge_leases judges keys).
+-- and its keys' rows.  It first takes the lock of rl_lease_name_lock
+-- exclusively: every take of a lease of the name holds it shared until its
+-- transaction ends, so once it is held every lease of the name has
+-- committed or never will, and none is taken until this transaction ends
+-- (a take that waited finds the policy gone).  At READ COMMITTED the
+-- DELETEs, statements of their own, then see every lease.  A snapshot that
+-- cannot move would not see a lease committed while the drop waited: at
+-- REPEATABLE READ and SERIALIZABLE a drop that finds a lease being taken
+-- fails with 40001 instead of waiting, and the DELETE of a key's row that
+-- a take wrote since the snapshot fails with it too.  In a read-only
+-- transaction or on a standby it takes no lock: its first DELETE says why
+-- it cannot write.  Nor on YugabyteDB, which refuses leases (rl_require_holds).
 CREATE FUNCTION rl_drop_leases(p_name text) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    IF NOT @extschema@.rl_on_yugabytedb() AND NOT pg_catalog.pg_is_in_recovery()
+       AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off'
+       AND NOT pg_catalog.pg_try_advisory_xact_lock(@extschema@.rl_lease_name_lock($1)) THEN
+        IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed' THEN
+            RAISE EXCEPTION 'could not drop policy "%" while a lease of it is being taken', $1
+                USING ERRCODE = 'serialization_failure',
+                      DETAIL = 'A lease that commits after this transaction''s snapshot would not be seen, nor deleted.',
+                      HINT = 'Retry the transaction.';
+        END IF;
+        PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@.rl_lease_name_lock($1));
+    END IF;
     DELETE FROM @extschema@.rl_lease_keys AS k WHERE k.name OPERATOR(pg_catalog.=) $1;
     DELETE FROM @extschema@.rl_leases AS l WHERE l.name OPERATOR(pg_catalog.=) $1;
 END
@@ -377,6 +408,12 @@ DECLARE
     pos integer;
 BEGIN
     IF writes THEN
+        -- Held until the transaction ends, so that a drop of the policy
+        -- waits for this lease (rl_drop_leases); after a drop that
+        -- committed, the policy is found no more (42704; 40001 where the
+        -- snapshot cannot move).
+        PERFORM pg_catalog.pg_advisory_xact_lock_shared(@extschema@.rl_lease_name_lock($1));
+        PERFORM @extschema@.rl_policy($1);
         LOOP
             INSERT INTO @extschema@.rl_lease_keys AS k VALUES ($1, $2, '0'::bigint)
             ON CONFLICT ON CONSTRAINT rl_lease_keys_pkey DO NOTHING;
