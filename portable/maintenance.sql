@@ -160,11 +160,14 @@ BEGIN
     -- version of rl_policy_changes, read by the statement itself and for
     -- each row after its policy (so also when the row is judged again),
     -- has been replaced.  And when any policy was defined, redefined or
-    -- dropped since the snapshot was taken (rl_policies_changed, read once, in the
-    -- same snapshot), so is every row whose name has no policy in it: a
-    -- policy defined since may govern the name, and a row full by the
-    -- limit it was written with may not be by that policy.  Left, a row is
-    -- judged again by the next purge: leaving one changes no answer.
+    -- dropped since the snapshot was taken, so is every row whose name has
+    -- no policy in it: a policy defined since may govern the name, and a
+    -- row full by the limit it was written with may not be by that policy.
+    -- That too is asked for each such row as it is judged (a subquery that
+    -- names the row, so that it is no InitPlan, run once when the
+    -- statement starts: a policy defined while the statement runs would go
+    -- unseen).  Left, a row is judged again by the next purge: leaving one
+    -- changes no answer.
     WITH judged AS (
         SELECT t.ctid AS row_id
           FROM @extschema@.rl_buckets AS t LEFT JOIN @extschema@.rl_policies AS p ON p.name = t.name
@@ -176,7 +179,11 @@ BEGIN
                                       WHERE p.name IS NOT NULL
                                         AND c.xmax OPERATOR(pg_catalog.<>) '0'::pg_catalog.xid
                                         AND @extschema@.rl_committed(c.xmax)) END
-           AND (p.name IS NOT NULL OR NOT (SELECT @extschema@.rl_policies_changed()))
+           AND (p.name IS NOT NULL
+                OR NOT EXISTS (SELECT FROM @extschema@.rl_policy_changes AS c
+                                WHERE p.name IS NULL
+                                  AND c.xmax OPERATOR(pg_catalog.<>) '0'::pg_catalog.xid
+                                  AND @extschema@.rl_committed(c.xmax)))
            AND CASE WHEN p.kind OPERATOR(pg_catalog.=) 'sliding'::pg_catalog.text
                     THEN @extschema@.rl_sliding_is_full(ROW(t.tokens, t.stamp_us, t.previous)::@extschema@.rl_window,
                                                         @extschema@.rl_sliding_limit(p), now_us)
