@@ -406,14 +406,26 @@ DECLARE
     allowed boolean;
     retry pg_catalog.float8 := '0'::pg_catalog.float8;
     pos integer;
+    limit_held integer := $3;
+    limit_lease_us bigint := $5;
+    defined @extschema@.rl_policies;      -- the policy once the lease lock is held
 BEGIN
     IF writes THEN
         -- Held until the transaction ends, so that a drop of the policy
-        -- waits for this lease (rl_drop_leases); after a drop that
+        -- waits for this lease (rl_drop_leases).  After a drop that
         -- committed, the policy is found no more (42704; 40001 where the
-        -- snapshot cannot move).
+        -- snapshot cannot move), or as defined with it: this lease goes by
+        -- its max_held and lease.
         PERFORM pg_catalog.pg_advisory_xact_lock_shared(@extschema@.rl_lease_name_lock($1));
-        PERFORM @extschema@.rl_policy($1);
+        defined := @extschema@.rl_policy($1);
+        IF defined.lease_us IS NULL THEN
+            RAISE EXCEPTION 'policy "%" has no lease', $1
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = pg_catalog.format('Policy "%s" was dropped and defined again without a lease while this lease was being taken.', $1),
+                      HINT = 'Take it as it is defined now.';
+        END IF;
+        limit_held := defined.burst::integer;
+        limit_lease_us := defined.lease_us;
         LOOP
             INSERT INTO @extschema@.rl_lease_keys AS k VALUES ($1, $2, '0'::bigint)
             ON CONFLICT ON CONSTRAINT rl_lease_keys_pkey DO NOTHING;
@@ -433,11 +445,11 @@ BEGIN
        AND l.expires_us OPERATOR(pg_catalog.>) now_us AND l.places OPERATOR(pg_catalog.>) 0;
     found_at := coalesce(found_at, '{}');
     found_places := coalesce(found_places, '{}');
-    free := $3::bigint OPERATOR(pg_catalog.-) held;
+    free := limit_held::bigint OPERATOR(pg_catalog.-) held;
     allowed := free OPERATOR(pg_catalog.>=) $4;
     IF allowed AND $4 OPERATOR(pg_catalog.>) 0 THEN
         -- Past the last timestamptz: the last one.
-        at := least(now_us::numeric OPERATOR(pg_catalog.+) $5::numeric,
+        at := least(now_us::numeric OPERATOR(pg_catalog.+) limit_lease_us::numeric,
                                '9223371331199999999'::numeric)::bigint;
         IF writes THEN
             lease := pg_catalog.gen_random_uuid();
@@ -463,7 +475,7 @@ BEGIN
             free := free OPERATOR(pg_catalog.+) found_places[i];
             retry := (found_at[i] OPERATOR(pg_catalog.-) now_us)::pg_catalog.float8 OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8;
         END LOOP;
-        free := $3::bigint OPERATOR(pg_catalog.-) held;
+        free := limit_held::bigint OPERATOR(pg_catalog.-) held;
     END IF;
     -- max_held lowered below the places leased: none left, not fewer.
     d := ROW(allowed, false, greatest(free, '0'::bigint)::pg_catalog.float8, retry,

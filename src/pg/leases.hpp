@@ -32,7 +32,10 @@ struct LeaseGrant {
  * the seconds until enough of the earliest leases expire; reset_after the
  * seconds until the last lease expires; refill_after the seconds until the
  * earliest expires (both 0 when no place is held).  A denial writes
- * nothing.  `grant` (may be NULL) receives the lease written. */
+ * nothing.  `grant` (may be NULL) receives the lease written.  A take
+ * holds the policy's lease lock until the transaction ends (see DropLeases)
+ * and goes by max_held and lease_us as the policy has them once it holds
+ * it: 42704 if it was dropped meanwhile, 22023 if it has no lease now. */
 core::Decision LeasePlaces(text *name, text *key, int max_held, int places, int64 lease_us,
                            bool take, LeaseGrant *grant);
 
