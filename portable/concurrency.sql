@@ -346,6 +346,28 @@ AS $$ SELECT pg_catalog.hashtextextended(p_name COLLATE pg_catalog."C", '1192257
 COMMENT ON FUNCTION rl_lease_name_lock(text) IS
     'the advisory lock that keeps a drop of lease policy p_name and the takes of its leases apart';
 
+-- Policy p_name (rl_policy's), for a call that takes by it (take) or only
+-- checks: where it takes a lease, looked up again once the call holds the
+-- lock of rl_lease_name_lock shared, until its transaction ends, so that a
+-- drop of the policy waits for the lease, and everything the call decides
+-- and answers goes by the definition that drop left (42704 if none; 40001
+-- where the snapshot cannot move).  Not on YugabyteDB, which refuses
+-- leases (rl_require_holds).
+CREATE FUNCTION rl_policy_to_take(p_name text, take boolean) RETURNS rl_policies
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    p @extschema@.rl_policies := @extschema@.rl_policy(p_name);
+BEGIN
+    IF take AND p.lease_us IS NOT NULL AND NOT @extschema@.rl_on_yugabytedb() THEN
+        PERFORM pg_catalog.pg_advisory_xact_lock_shared(@extschema@.rl_lease_name_lock(p_name));
+        p := @extschema@.rl_policy(p_name);
+    END IF;
+    RETURN p;
+END
+$$;
+COMMENT ON FUNCTION rl_policy_to_take(text, boolean) IS
+    'policy p_name for a call that takes by it (take) or checks it, read again once a lease take holds the lock that a drop of the policy waits for';
+
 -- rate_limit_drop deletes the leases of the policy it drops, in its
 -- transaction (a policy defined again under the name would count them),
 -- and its keys' rows.  It first takes the lock of rl_lease_name_lock
@@ -406,26 +428,11 @@ DECLARE
     allowed boolean;
     retry pg_catalog.float8 := '0'::pg_catalog.float8;
     pos integer;
-    limit_held integer := $3;
-    limit_lease_us bigint := $5;
-    defined @extschema@.rl_policies;      -- the policy once the lease lock is held
 BEGIN
     IF writes THEN
-        -- Held until the transaction ends, so that a drop of the policy
-        -- waits for this lease (rl_drop_leases).  After a drop that
-        -- committed, the policy is found no more (42704; 40001 where the
-        -- snapshot cannot move), or as defined with it: this lease goes by
-        -- its max_held and lease.
+        -- Held already, since the caller's rl_policy_to_take (again: the
+        -- lock manager counts it twice).
         PERFORM pg_catalog.pg_advisory_xact_lock_shared(@extschema@.rl_lease_name_lock($1));
-        defined := @extschema@.rl_policy($1);
-        IF defined.lease_us IS NULL THEN
-            RAISE EXCEPTION 'policy "%" has no lease', $1
-                USING ERRCODE = 'invalid_parameter_value',
-                      DETAIL = pg_catalog.format('Policy "%s" was dropped and defined again without a lease while this lease was being taken.', $1),
-                      HINT = 'Take it as it is defined now.';
-        END IF;
-        limit_held := defined.burst::integer;
-        limit_lease_us := defined.lease_us;
         LOOP
             INSERT INTO @extschema@.rl_lease_keys AS k VALUES ($1, $2, '0'::bigint)
             ON CONFLICT ON CONSTRAINT rl_lease_keys_pkey DO NOTHING;
@@ -445,11 +452,11 @@ BEGIN
        AND l.expires_us OPERATOR(pg_catalog.>) now_us AND l.places OPERATOR(pg_catalog.>) 0;
     found_at := coalesce(found_at, '{}');
     found_places := coalesce(found_places, '{}');
-    free := limit_held::bigint OPERATOR(pg_catalog.-) held;
+    free := $3::bigint OPERATOR(pg_catalog.-) held;
     allowed := free OPERATOR(pg_catalog.>=) $4;
     IF allowed AND $4 OPERATOR(pg_catalog.>) 0 THEN
         -- Past the last timestamptz: the last one.
-        at := least(now_us::numeric OPERATOR(pg_catalog.+) limit_lease_us::numeric,
+        at := least(now_us::numeric OPERATOR(pg_catalog.+) $5::numeric,
                                '9223371331199999999'::numeric)::bigint;
         IF writes THEN
             lease := pg_catalog.gen_random_uuid();
@@ -475,7 +482,7 @@ BEGIN
             free := free OPERATOR(pg_catalog.+) found_places[i];
             retry := (found_at[i] OPERATOR(pg_catalog.-) now_us)::pg_catalog.float8 OPERATOR(pg_catalog./) '1000000'::pg_catalog.float8;
         END LOOP;
-        free := limit_held::bigint OPERATOR(pg_catalog.-) held;
+        free := $3::bigint OPERATOR(pg_catalog.-) held;
     END IF;
     -- max_held lowered below the places leased: none left, not fewer.
     d := ROW(allowed, false, greatest(free, '0'::bigint)::pg_catalog.float8, retry,
@@ -529,7 +536,7 @@ BEGIN
                                              'Every argument of this function needs a value.');
     END IF;
     PERFORM @extschema@.rl_check_name_and_key($1, $2);
-    p := @extschema@.rl_policy($1);
+    p := @extschema@.rl_policy_to_take($1, true);
     IF p.lease_us IS NULL THEN
         RAISE EXCEPTION 'policy "%" has no lease', $1
             USING ERRCODE = 'invalid_parameter_value',

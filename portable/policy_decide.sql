@@ -31,7 +31,7 @@ DECLARE
     d @extschema@.rl_decision;
 BEGIN
     PERFORM @extschema@.rl_check_name_and_key(p_name, p_key);
-    p := @extschema@.rl_policy(p_name);
+    p := @extschema@.rl_policy_to_take(p_name, op OPERATOR(pg_catalog.=) 'take'::pg_catalog.text);
     -- A concurrency limit holds places (concurrency.sql).
     IF p.kind OPERATOR(pg_catalog.=) 'concurrency'::pg_catalog.text THEN
         RETURN @extschema@.rl_hold_call(function_name, p, p_name, p_key, cost, op);

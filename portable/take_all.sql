@@ -309,7 +309,7 @@ BEGIN
 
     FOR i IN 1..count LOOP
         PERFORM @extschema@.rl_check_name_and_key(names[i], keys[i]);
-        p := @extschema@.rl_policy(names[i]);
+        p := @extschema@.rl_policy_to_take(names[i], true);
         IF p.shards > 1 THEN
             PERFORM @extschema@.rl_report_sharded_take_all(names[i]);
         END IF;

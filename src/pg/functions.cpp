@@ -141,7 +141,7 @@ Datum
 PolicyDecision(FunctionCallInfo fcinfo, const Signature &signature, Operation::Kind kind)
 {
 	PolicyCall call = DecodePolicyCall(fcinfo, signature);
-	Policy policy = LookupPolicy(call.name);
+	Policy policy = LookupPolicyToTake(call.name, kind == Operation::kTake);
 	if (policy.max_held > 0) {
 		RequirePlaces(signature, policy, call.name, kind == Operation::kTake);
 		return HoldDecision(fcinfo, call, policy, kind);
@@ -363,7 +363,7 @@ Datum
 rate_limit_lease(PG_FUNCTION_ARGS)
 {
 	pg::PolicyCall call = pg::DecodePolicyCall(fcinfo, pg::kLeaseSignature);
-	pg::Policy policy = pg::LookupPolicy(call.name);
+	pg::Policy policy = pg::LookupPolicyToTake(call.name, true);
 	if (policy.lease_us <= 0)
 		pg::ReportNoLease(text_to_cstring(call.name), policy.max_held > 0);
 	pg::RequirePlaces(pg::kLeaseSignature, policy, call.name, true);

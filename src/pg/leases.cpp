@@ -21,18 +21,18 @@
  * A drop of the policy deletes its leases, whatever the snapshot, holding
  * a lock on a hash of the name (class kLeaseNameLockClass) exclusively
  * until its transaction ends.  A take of a lease holds the same lock shared
- * until its own transaction ends, taken before it counts, and then finds
- * its policy again, whose max_held and lease it then takes by: so a drop
- * waits for every lease of the name being written to commit or roll back,
- * and deletes the committed ones; a take that comes while a drop is open
- * waits for it, and finds no policy once the drop has committed (or the
- * one defined with it).  No lease of a dropped policy is left behind to
- * count against one defined again under the name.  That wait is the only
- * one a take makes, and a drop the only thing it waits for: a transaction
- * that drops a policy while it holds what a lease taker of it then needs
- * (a bucket's row, the lock of another policy it dropped) deadlocks with
- * that taker (40P01), and a drop waits for open transactions that took
- * leases of the policy, new takes queued behind it.
+ * until its own transaction ends, taken once the call has found its policy
+ * to be a lease policy, which it then looks up again (LookupPolicyToTake):
+ * everything the call decides and answers goes by that second lookup.  So a
+ * drop waits for every lease of the name being written to commit or roll
+ * back, and deletes the committed ones; a take that comes while a drop is
+ * open waits for it, and then finds no policy once the drop has committed
+ * (42704), or takes by the definition the drop's transaction made.  No lease of a dropped policy is
+ * left behind to count against one defined again under the name.  That wait is the only one a take
+ * makes, and a drop the only thing it waits for: a transaction that drops a policy while it holds
+ * what a lease taker of it then needs (a bucket's row, the lock of another policy it dropped)
+ * deadlocks with that taker (40P01), and a drop waits for open transactions that took leases of the
+ * policy, new takes queued behind it.
  *
  * An expired lease is free the moment its expires_at passes, whatever its
  * row: the count scans only index entries after the clock.  A release
@@ -316,16 +316,9 @@ LeasePlaces(text *name, text *key, int max_held, int places, int64 lease_us, boo
 	OpenLeases(writes ? RowExclusiveLock : AccessShareLock, &rels);
 	LOCKTAG tag;
 	if (writes) {
-		/* Kept until the transaction ends, so that a drop waits for this
-		 * lease.  A drop that committed before it is seen by the lookup
-		 * (which accepts the invalidations it sent): 42704; a definition
-		 * made with it counts this lease by its own max_held and lease. */
+		/* Held already, since the caller's LookupPolicyToTake (again: the
+		 * local lock table's count). */
 		LockLeaseName(name, ShareLock);
-		const Policy current = LookupPolicy(name);
-		if (current.lease_us <= 0)
-			ReportNoLease(text_to_cstring(name), current.max_held > 0);
-		max_held = current.max_held;
-		lease_us = current.lease_us;
 		const uint64 hash = BucketHash(name, key, kLeaseSeed);
 		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(hash >> 32),
 		                     static_cast<uint32>(hash), kLeaseLockClass);
@@ -500,6 +493,19 @@ DropLeases(text *name)
 		CommandCounterIncrement();
 	CloseLeases(&rels);
 	return dropped;
+}
+
+Policy
+LookupPolicyToTake(text *name, bool take)
+{
+	Policy policy = LookupPolicy(name);
+	if (take && policy.lease_us > 0) {
+		LockLeaseName(name, ShareLock);
+		/* After any wait for a drop; the lookup accepts the invalidations
+		 * it sent before it let the lock go. */
+		policy = LookupPolicy(name);
+	}
+	return policy;
 }
 
 } /* namespace ratelimit::pg */

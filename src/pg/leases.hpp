@@ -15,6 +15,7 @@
 #include "pg/pg_includes.hpp"
 
 #include "core/token_bucket.hpp"
+#include "pg/policies.hpp"
 
 namespace ratelimit::pg {
 
@@ -32,12 +33,17 @@ struct LeaseGrant {
  * the seconds until enough of the earliest leases expire; reset_after the
  * seconds until the last lease expires; refill_after the seconds until the
  * earliest expires (both 0 when no place is held).  A denial writes
- * nothing.  `grant` (may be NULL) receives the lease written.  A take
- * holds the policy's lease lock until the transaction ends (see DropLeases)
- * and goes by max_held and lease_us as the policy has them once it holds
- * it: 42704 if it was dropped meanwhile, 22023 if it has no lease now. */
+ * nothing.  `grant` (may be NULL) receives the lease written.  A take's
+ * policy must come from LookupPolicyToTake. */
 core::Decision LeasePlaces(text *name, text *key, int max_held, int places, int64 lease_us,
                            bool take, LeaseGrant *grant);
+
+/* Policy `name` (LookupPolicy's), for a call that takes by it (take) or
+ * only checks: where it takes a lease, looked up again once the call holds
+ * the name's lease lock, until its transaction ends, so that a drop of the
+ * policy waits for the lease, and the call goes by the definition that
+ * drop left (42704 if none). */
+Policy LookupPolicyToTake(text *name, bool take);
 
 /* Deletes every lease of policy `name` in the caller's transaction, as its
  * drop does: waits first for every transaction taking a lease of the name

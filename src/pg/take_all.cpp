@@ -48,7 +48,7 @@ ResolveLimit(const LimitList &list, int i, double max_wait, LimitLabel *label, b
 	text *name = DatumGetTextPP(list.names[i]);
 	text *key = DatumGetTextPP(list.keys[i]);
 	CheckNameAndKey(name, key);
-	Policy policy = LookupPolicy(name);
+	Policy policy = LookupPolicyToTake(name, true);
 	if (policy.shards > 1)
 		ReportShardedTakeAll(text_to_cstring(name));
 	core::Limit limit = PolicyLimit(policy, name, key);
