@@ -27,12 +27,14 @@
  * drop waits for every lease of the name being written to commit or roll
  * back, and deletes the committed ones; a take that comes while a drop is
  * open waits for it, and then finds no policy once the drop has committed
- * (42704), or takes by the definition the drop's transaction made.  No lease of a dropped policy is
- * left behind to count against one defined again under the name.  That wait is the only one a take
- * makes, and a drop the only thing it waits for: a transaction that drops a policy while it holds
- * what a lease taker of it then needs (a bucket's row, the lock of another policy it dropped)
- * deadlocks with that taker (40P01), and a drop waits for open transactions that took leases of the
- * policy, new takes queued behind it.
+ * (42704), or takes by the definition the drop's transaction made.  No
+ * lease of a dropped policy is left behind to count against one defined
+ * again under the name.  That wait is the only one a take makes, and a
+ * drop the only thing it waits for: a transaction that drops a policy
+ * while it holds what a lease taker of it then needs (a bucket's row, the
+ * lock of another policy it dropped) deadlocks with that taker (40P01), and
+ * a drop waits for open transactions that took leases of the policy, new
+ * takes queued behind it.
  *
  * An expired lease is free the moment its expires_at passes, whatever its
  * row: the count scans only index entries after the clock.  A release
