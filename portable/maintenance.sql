@@ -157,31 +157,24 @@ BEGIN
     -- multixact, whose id is no transaction's), which the xmax does not
     -- tell, so it stands unless a policy was defined, redefined or dropped
     -- by a transaction committed since the snapshot: the snapshot's
-    -- version of rl_policy_changes, read by the statement itself and for
-    -- each row after its policy (so also when the row is judged again),
-    -- has been replaced.  And when any policy was defined, redefined or
-    -- dropped since the snapshot was taken, so is every row whose name has
-    -- no policy in it: a policy defined since may govern the name, and a
-    -- row full by the limit it was written with may not be by that policy.
-    -- That too is asked for each such row as it is judged (a subquery that
-    -- names the row, so that it is no InitPlan, run once when the
-    -- statement starts: a policy defined while the statement runs would go
-    -- unseen).  Left, a row is judged again by the next purge: leaving one
-    -- changes no answer.
+    -- version of rl_policy_changes has been replaced.  And so is every row
+    -- whose name has no policy in the snapshot, on the same condition: a
+    -- policy defined since may govern the name, and a row full by the
+    -- limit it was written with may not be by that policy.  The question
+    -- is a subquery that names the row, asked as each row is judged (so
+    -- also when it is judged again), never an InitPlan run once when the
+    -- statement starts, which a policy defined while the statement runs
+    -- would escape.  Left, a row is judged again by the next purge: leaving
+    -- one changes no answer.
     WITH judged AS (
         SELECT t.ctid AS row_id
           FROM @extschema@.rl_buckets AS t LEFT JOIN @extschema@.rl_policies AS p ON p.name = t.name
          WHERE (p_name IS NULL OR t.name = p_name)
            AND (after_name IS NULL OR (t.name, t.key) > (after_name, after_key))
            AND (t.name, t.key) <= (last_name, last_key)
-           AND CASE WHEN p.name IS NULL OR p.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid THEN true
-                    ELSE NOT EXISTS (SELECT FROM @extschema@.rl_policy_changes AS c
-                                      WHERE p.name IS NOT NULL
-                                        AND c.xmax OPERATOR(pg_catalog.<>) '0'::pg_catalog.xid
-                                        AND @extschema@.rl_committed(c.xmax)) END
-           AND (p.name IS NOT NULL
+           AND ((p.name IS NOT NULL AND p.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid)
                 OR NOT EXISTS (SELECT FROM @extschema@.rl_policy_changes AS c
-                                WHERE p.name IS NULL
+                                WHERE (p.name IS NULL OR p.xmax OPERATOR(pg_catalog.<>) '0'::pg_catalog.xid)
                                   AND c.xmax OPERATOR(pg_catalog.<>) '0'::pg_catalog.xid
                                   AND @extschema@.rl_committed(c.xmax)))
            AND CASE WHEN p.kind OPERATOR(pg_catalog.=) 'sliding'::pg_catalog.text
