@@ -346,8 +346,10 @@ AS $$ SELECT pg_catalog.hashtextextended(p_name COLLATE pg_catalog."C", '1192257
 COMMENT ON FUNCTION rl_lease_name_lock(text) IS
     'the advisory lock that keeps a drop of lease policy p_name and the takes of its leases apart';
 
--- Policy p_name (rl_policy's), for a call that takes by it (take) or only
--- checks: where it takes a lease, looked up again once the call holds the
+-- Policy p_name (as rl_policy finds it, in place of which a call that may
+-- take a lease calls this, at no cost of a call more), for a call that
+-- takes by it (take) or only checks: where it takes a lease, looked up
+-- again once the call holds the
 -- lock of rl_lease_name_lock shared, until its transaction ends, so that a
 -- drop of the policy waits for the lease, and everything the call decides
 -- and answers goes by the definition that drop left (42704 if none; 40001
@@ -356,8 +358,11 @@ COMMENT ON FUNCTION rl_lease_name_lock(text) IS
 CREATE FUNCTION rl_policy_to_take(p_name text, take boolean) RETURNS rl_policies
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-    p @extschema@.rl_policies := @extschema@.rl_policy(p_name);
+    p @extschema@.rl_policies := @extschema@.rl_find_policy(p_name);
 BEGIN
+    IF p.name IS NULL THEN
+        PERFORM @extschema@.rl_report_undefined_policy(p_name, true);
+    END IF;
     IF take AND p.lease_us IS NOT NULL AND NOT @extschema@.rl_on_yugabytedb() THEN
         PERFORM pg_catalog.pg_advisory_xact_lock_shared(@extschema@.rl_lease_name_lock(p_name));
         p := @extschema@.rl_policy(p_name);
@@ -430,9 +435,8 @@ DECLARE
     pos integer;
 BEGIN
     IF writes THEN
-        -- Held already, since the caller's rl_policy_to_take (again: the
-        -- lock manager counts it twice).
-        PERFORM pg_catalog.pg_advisory_xact_lock_shared(@extschema@.rl_lease_name_lock($1));
+        -- (The lock of rl_lease_name_lock is held: the caller found the
+        -- policy with rl_policy_to_take.)
         LOOP
             INSERT INTO @extschema@.rl_lease_keys AS k VALUES ($1, $2, '0'::bigint)
             ON CONFLICT ON CONSTRAINT rl_lease_keys_pkey DO NOTHING;

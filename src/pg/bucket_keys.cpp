@@ -19,12 +19,17 @@ CompareText(text *a, text *b)
 }
 
 uint64
+NameHash(text *name, uint64 seed)
+{
+	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(name)),
+	                           VARSIZE_ANY_EXHDR(name), seed);
+}
+
+uint64
 BucketHash(text *name, text *key, uint64 seed)
 {
-	uint64 hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(name)),
-	                                  VARSIZE_ANY_EXHDR(name), seed);
 	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(key)),
-	                           VARSIZE_ANY_EXHDR(key), hash);
+	                           VARSIZE_ANY_EXHDR(key), NameHash(name, seed));
 }
 
 int

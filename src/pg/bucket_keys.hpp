@@ -20,7 +20,11 @@ constexpr uint64 kJitterSeed = 0x6A6974746572ULL; /* a key's share of its policy
 constexpr uint64 kWindowSeed = 0x77696E646F77ULL; /* where a key's fixed windows start */
 constexpr uint64 kMemorySeed = 0x6D656D6F7279ULL; /* a key's set in the memory engine */
 
-/* A 64-bit hash of bucket (name, key) under `seed`. */
+/* A 64-bit hash of `name` alone under `seed`. */
+uint64 NameHash(text *name, uint64 seed);
+
+/* A 64-bit hash of bucket (name, key) under `seed`: the key's, seeded with
+ * NameHash(name, seed). */
 uint64 BucketHash(text *name, text *key, uint64 seed);
 
 /* Bytewise order of two texts (the "C" collation of the key columns). */

@@ -76,7 +76,7 @@ constexpr uint64 kLeaseSeed = 0x6C6561736573ULL;
 /* Advisory lock class of the lock a drop holds exclusively and a take of a
  * lease shared, on a hash of the name alone. */
 constexpr uint16 kLeaseNameLockClass = 0x524E;
-/* The seed of that hash (of the name and an empty key). */
+/* The seed of that hash of the name. */
 constexpr uint64 kLeaseNameSeed = 0x6C6E616D6573ULL;
 
 struct LeaseRelations {
@@ -296,9 +296,7 @@ InsertLease(const LeaseRelations &rels, text *name, text *key, int places, Times
 void
 LockLeaseName(text *name, LOCKMODE mode)
 {
-	text *no_key = cstring_to_text("");
-	const uint64 hash = BucketHash(name, no_key, kLeaseNameSeed);
-	pfree(no_key);
+	const uint64 hash = NameHash(name, kLeaseNameSeed);
 	LOCKTAG tag;
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(hash >> 32),
 	                     static_cast<uint32>(hash), kLeaseNameLockClass);
@@ -318,9 +316,8 @@ LeasePlaces(text *name, text *key, int max_held, int places, int64 lease_us, boo
 	OpenLeases(writes ? RowExclusiveLock : AccessShareLock, &rels);
 	LOCKTAG tag;
 	if (writes) {
-		/* Held already, since the caller's LookupPolicyToTake (again: the
-		 * local lock table's count). */
-		LockLeaseName(name, ShareLock);
+		/* The name's lease lock is held: the caller found the policy with
+		 * LookupPolicyToTake. */
 		const uint64 hash = BucketHash(name, key, kLeaseSeed);
 		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(hash >> 32),
 		                     static_cast<uint32>(hash), kLeaseLockClass);
