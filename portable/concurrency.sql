@@ -349,23 +349,22 @@ COMMENT ON FUNCTION rl_lease_name_lock(text) IS
 -- Policy p_name (as rl_policy finds it, in place of which a call that may
 -- take a lease calls this, at no cost of a call more), for a call that
 -- takes by it (take) or only checks: where it takes a lease, looked up
--- again once the call holds the
--- lock of rl_lease_name_lock shared, until its transaction ends, so that a
--- drop of the policy waits for the lease, and everything the call decides
--- and answers goes by the definition that drop left (42704 if none; 40001
--- where the snapshot cannot move).  Not on YugabyteDB, which refuses
--- leases (rl_require_holds).
+-- again once the call holds the lock of rl_lease_name_lock shared, until
+-- its transaction ends, so that a drop of the policy waits for the lease,
+-- and everything the call decides and answers goes by the definition that
+-- drop left (42704 if none; 40001 where the snapshot cannot move).  Not on
+-- YugabyteDB, which refuses leases (rl_require_holds).
 CREATE FUNCTION rl_policy_to_take(p_name text, take boolean) RETURNS rl_policies
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     p @extschema@.rl_policies := @extschema@.rl_find_policy(p_name);
 BEGIN
-    IF p.name IS NULL THEN
-        PERFORM @extschema@.rl_report_undefined_policy(p_name, true);
-    END IF;
     IF take AND p.lease_us IS NOT NULL AND NOT @extschema@.rl_on_yugabytedb() THEN
         PERFORM pg_catalog.pg_advisory_xact_lock_shared(@extschema@.rl_lease_name_lock(p_name));
-        p := @extschema@.rl_policy(p_name);
+        p := @extschema@.rl_find_policy(p_name);
+    END IF;
+    IF p.name IS NULL THEN
+        PERFORM @extschema@.rl_report_undefined_policy(p_name, true);
     END IF;
     RETURN p;
 END
